@@ -1,0 +1,147 @@
+// Deterministic demo data: the same seed gives the same rows. Loaded with COPY, in batches.
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import type { Sql } from 'postgres';
+
+export interface SeedSizes {
+  products?: number;
+  orders?: number;
+  events?: number;
+}
+
+export const defaultSizes = { products: 50_000, orders: 30_000, events: 30_000 } as const;
+
+/** mulberry32: a small, fast, seedable PRNG; enough for demo data. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const EPOCH_SECONDS = Date.UTC(2025, 0, 1) / 1000;
+
+/** Microseconds after 2025-01-01 as RFC 3339 text; integer arithmetic, so no precision is lost. */
+function timestamp(micros: number): string {
+  const seconds = Math.floor(micros / 1e6);
+  const fraction = String(micros - seconds * 1e6).padStart(6, '0');
+  return `${new Date((EPOCH_SECONDS + seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;
+}
+
+const categories = ['books', 'garden', 'kitchen', 'music', 'outdoor', 'tools', 'toys', 'games'];
+const adjectives = ['Amber', 'Brisk', 'Cosy', 'Deft', 'Eager', 'Fine', 'Grand', 'Handy', 'Ideal', 'Jolly', 'Keen', 'Lucid'];
+const nouns = ['Anvil', 'Basket', 'Candle', 'Drum', 'Easel', 'Flask', 'Globe', 'Hammer', 'Ink', 'Jar', 'Kettle', 'Lamp'];
+const statuses = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'];
+const eventTypes = ['login', 'logout', 'purchase', 'refund', 'signup', 'error'];
+const sources = ['web', 'ios', 'android', 'api'];
+
+type Row = (string | number)[];
+
+/** products: names in many groups (prefix filters), prices and creation times spread out. */
+function* productRows(count: number, seed: number): Generator<Row> {
+  const next = random(seed);
+  const pick = <T>(list: T[]) => list[Math.floor(next() * list.length)]!;
+  for (let i = 0; i < count; i++) {
+    const name = `${pick(adjectives)} ${pick(nouns)} ${Math.floor(next() * 10_000)}`;
+    yield [name, pick(categories), 100 + Math.floor(next() * 99_900), timestamp(Math.floor(next() * 365 * 86_400e6))];
+  }
+}
+
+function* orderRows(count: number, seed: number): Generator<Row> {
+  const next = random(seed);
+  const pick = <T>(list: T[]) => list[Math.floor(next() * list.length)]!;
+  let micros = 0;
+  for (let i = 0; i < count; i++) {
+    micros += 1 + Math.floor(next() * 600e6);
+    yield [1 + Math.floor(next() * 5_000), pick(statuses), 500 + Math.floor(next() * 200_000), timestamp(micros)];
+  }
+}
+
+/** events: mostly increasing times, with bursts of many items sharing one exact timestamp. */
+function* eventRows(count: number, seed: number): Generator<Row> {
+  const next = random(seed);
+  const pick = <T>(list: T[]) => list[Math.floor(next() * list.length)]!;
+  let micros = 0;
+  let burst = 0;
+  for (let i = 0; i < count; i++) {
+    if (burst > 0) burst--;
+    else {
+      micros += 1 + Math.floor(next() * 30e6);
+      // About one step in fifty opens a burst of up to 250 events at the same microsecond.
+      if (next() < 0.02) burst = Math.floor(next() * 250);
+    }
+    const type = pick(eventTypes);
+    yield [type, pick(sources), timestamp(micros), `${type} #${i + 1}`];
+  }
+}
+
+const tables = {
+  products: { columns: ['name', 'category', 'price_cents', 'created_at'], rows: productRows, seed: 1 },
+  orders: { columns: ['customer_id', 'status', 'total_cents', 'created_at'], rows: orderRows, seed: 2 },
+  events: { columns: ['type', 'source', 'occurred_at', 'message'], rows: eventRows, seed: 3 },
+} as const;
+
+export type SeedTable = keyof typeof tables;
+
+// COPY text format: escape backslash, tab, newline and carriage return.
+function copyLine(row: Row): string {
+  return `${row.map((v) => String(v).replace(/[\\\t\n\r]/g, (ch) => ({ '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' })[ch]!)).join('\t')}\n`;
+}
+
+/** Replaces the rows of one demo table with `count` generated rows; ids restart at 1. */
+export async function seedTable(
+  sql: Sql,
+  table: SeedTable,
+  count: number,
+  onProgress: (done: number) => void = () => {},
+): Promise<void> {
+  const { columns, rows, seed } = tables[table];
+  await sql`truncate table ${sql(table)} restart identity`;
+  const batch = 5_000;
+  const generator = rows(count, seed);
+  let done = 0;
+  const source = Readable.from(
+    (function* () {
+      let chunk = '';
+      for (const row of generator) {
+        chunk += copyLine(row);
+        if (++done % batch === 0) {
+          yield chunk;
+          chunk = '';
+          onProgress(done);
+        }
+      }
+      if (chunk) yield chunk;
+      onProgress(done);
+    })(),
+  );
+  const stream = await sql`copy ${sql(table)} (${sql(columns as unknown as string[])}) from stdin`.writable();
+  await pipeline(source, stream);
+  await sql`analyze ${sql(table)}`;
+}
+
+const SEED_LOCK = 7_204_119_002;
+
+/** On start-up: fills the demo tables that are empty, once, even with several instances starting together. */
+export async function seedIfEmpty(url: string, sizes: Required<SeedSizes>, connect: (url: string) => Sql): Promise<SeedTable[]> {
+  const sql = connect(url);
+  const seeded: SeedTable[] = [];
+  try {
+    await sql`select pg_advisory_lock(${SEED_LOCK})`;
+    for (const table of Object.keys(tables) as SeedTable[]) {
+      const [row] = await sql`select exists (select 1 from ${sql(table)}) as filled`;
+      if (!row?.filled && sizes[table] > 0) {
+        await seedTable(sql, table, sizes[table]);
+        seeded.push(table);
+      }
+    }
+    await sql`select pg_advisory_unlock(${SEED_LOCK})`;
+  } finally {
+    await sql.end();
+  }
+  return seeded;
+}

@@ -1,0 +1,58 @@
+// The HTTP application: routes, 404/405, and the one error handler. Built per database and config.
+import { Hono } from 'hono';
+import type { Database } from '../db/client.ts';
+import { baseUrl, linkHeader, linksObject, type Links } from './chunk.ts';
+import { serveCollection } from './collections.ts';
+import type { Config } from './config.ts';
+import { ApiError, onError } from './errors.ts';
+import type { Registry } from './registry.ts';
+
+export interface AppDeps {
+  readonly database: Database;
+  readonly config: Config;
+  readonly registry: Registry;
+  readonly cursorSecret: string;
+  readonly log?: (error: unknown) => void;
+}
+
+function methodNotAllowed(allow: string) {
+  return () => {
+    throw new ApiError('method_not_allowed', `Method not allowed; this path allows ${allow}`, { headers: { allow } });
+  };
+}
+
+export function buildApp(deps: AppDeps): Hono {
+  const { database, config, registry } = deps;
+  const app = new Hono();
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    await database.sql`select 1`;
+    return c.json({ status: 'ready' });
+  });
+
+  app.get('/v1', (c) => {
+    const base = `${baseUrl(c.req.raw, config)}/v1`;
+    const links: Links = { self: base };
+    for (const name of registry.keys()) links[name] = `${base}/${name}`;
+    c.header('link', linkHeader(links));
+    return c.json({ _links: linksObject(links) });
+  });
+
+  app.get('/v1/:collection', (c) => {
+    const collection = registry.get(c.req.param('collection'));
+    if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
+    return serveCollection(c.req.raw, collection, deps);
+  });
+
+  app.all('/healthz', methodNotAllowed('GET, HEAD'));
+  app.all('/readyz', methodNotAllowed('GET, HEAD'));
+  app.all('/v1', methodNotAllowed('GET, HEAD'));
+  app.all('/v1/:collection', methodNotAllowed('GET, HEAD'));
+
+  app.notFound(() => {
+    throw new ApiError('not_found', 'No such path');
+  });
+  app.onError(onError(deps.log ?? ((error) => console.error(error))));
+  return app;
+}

@@ -1,0 +1,76 @@
+// The chunk envelope and its links, shared by every variant: `_links` in the body and an RFC 8288 Link header.
+import type { Config } from './config.ts';
+import type { QueryParams } from './params.ts';
+
+export type Links = Record<string, string | undefined>;
+
+/** Parameters that pick and position a variant; every other parameter is carried into links as sent. */
+export const VARIANT_PARAMS = new Set(['limit', 'offset', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after']);
+
+// Leave "," "[" "]" readable in links ("category[in]=a,b", "sort=-name,id"); everything else is percent-encoded.
+function encode(text: string): string {
+  return encodeURIComponent(text).replace(/%2C/gi, ',').replace(/%5B/gi, '[').replace(/%5D/gi, ']');
+}
+
+/**
+ * Builds the links of one query: `href({ limit: '20', offset: '40' })` is the collection URL with
+ * those parameters first, then the request's filters, sort and count mode.
+ */
+export function linkBuilder(collectionUrl: string, params: QueryParams, carriedExclude: readonly string[] = []) {
+  const carried = [...params].filter(([name]) => !VARIANT_PARAMS.has(name) && !carriedExclude.includes(name));
+  return function href(variantParams: Record<string, string | number>): string {
+    const pairs = [...Object.entries(variantParams).map(([k, v]) => [k, String(v)] as const), ...carried];
+    return pairs.length === 0 ? collectionUrl : `${collectionUrl}?${pairs.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&')}`;
+  };
+}
+
+/** The body's `_links`: `{ self: { href } , next: { href }, … }`, absent links left out. */
+export function linksObject(links: Links): Record<string, { href: string }> {
+  const out: Record<string, { href: string }> = {};
+  for (const [rel, href] of Object.entries(links)) if (href !== undefined) out[rel] = { href };
+  return out;
+}
+
+/** RFC 8288: `<…>; rel="next", <…>; rel="self"`. */
+export function linkHeader(links: Links): string {
+  return Object.entries(links)
+    .filter(([, href]) => href !== undefined)
+    .map(([rel, href]) => `<${href}>; rel="${rel}"`)
+    .join(', ');
+}
+
+/** A chunk: the variant's fields, then the items array named after the collection, then `_links`. */
+export function chunkResponse(
+  collection: string,
+  fields: Record<string, unknown>,
+  items: unknown[],
+  links: Links,
+): Response {
+  const body = { ...fields, [collection]: items, _links: linksObject(links) };
+  return new Response(JSON.stringify(body), {
+    status: 200,
+    headers: { 'content-type': 'application/json; charset=utf-8', link: linkHeader(links) },
+  });
+}
+
+/**
+ * The absolute base of every href: PUBLIC_URL when set; otherwise the request's own origin,
+ * with X-Forwarded-Proto/-Host honoured only under TRUST_PROXY.
+ */
+export function baseUrl(request: Request, config: Config): string {
+  if (config.publicUrl) return config.publicUrl;
+  const url = new URL(request.url);
+  if (config.trustProxy) {
+    const proto = request.headers.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase();
+    const host = request.headers.get('x-forwarded-host')?.split(',')[0]?.trim();
+    if (proto === 'http' || proto === 'https') url.protocol = `${proto}:`;
+    if (host && /^[A-Za-z0-9.\-:[\]]+$/.test(host)) {
+      try {
+        url.host = host;
+      } catch {
+        // an unusable forwarded host: keep the request's own
+      }
+    }
+  }
+  return url.origin;
+}

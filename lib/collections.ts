@@ -1,0 +1,34 @@
+// A collection query (SPEC.md 4.1): parse, pick the variant, validate every parameter, serve the chunk.
+import type { Database } from '../db/client.ts';
+import { baseUrl, linkBuilder } from './chunk.ts';
+import type { Config } from './config.ts';
+import { isFilterName, parseFilters } from './filters.ts';
+import { offsetVariant } from './offset.ts';
+import { pageVariant } from './page.ts';
+import { parseQueryString, rawQueryOf } from './params.ts';
+import type { Collection, VariantName } from './registry.ts';
+import { parseSort, withTieBreaker } from './sort.ts';
+import { checkParamsTaken, selectVariant, type Variant } from './variant.ts';
+
+export const variants: Partial<Record<VariantName, Variant>> = {
+  offset: offsetVariant,
+  page: pageVariant,
+};
+
+export interface CollectionDeps {
+  readonly database: Database;
+  readonly config: Config;
+  readonly cursorSecret: string;
+}
+
+export async function serveCollection(request: Request, collection: Collection, deps: CollectionDeps): Promise<Response> {
+  const params = parseQueryString(rawQueryOf(request.url));
+  const { variant: name, cursor } = selectVariant(collection, params, deps.cursorSecret);
+  const variant = variants[name];
+  if (!variant) throw new Error(`Variant ${name} is not implemented`);
+  checkParamsTaken(variant, params.keys(), (param) => isFilterName(collection, param));
+  const filters = parseFilters(collection, params);
+  const sort = variant.takes.includes('sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort);
+  const href = linkBuilder(`${baseUrl(request, deps.config)}/v1/${collection.name}`, params);
+  return variant.serve({ collection, params, filters, sort, cursor, cursorSecret: deps.cursorSecret, database: deps.database, href });
+}

@@ -1,0 +1,42 @@
+// The size of a filtered collection: exact (count(*)), estimated (the planner's estimate), or none.
+import { sql, type SQL } from 'drizzle-orm';
+import type { Database } from '../db/client.ts';
+import { invalidParameter } from './errors.ts';
+import type { QueryParams } from './params.ts';
+import type { Collection } from './registry.ts';
+
+export type CountMode = 'exact' | 'estimated' | 'none';
+
+export function parseCountMode(params: QueryParams): CountMode {
+  const value = params.get('count') ?? 'exact';
+  if (value !== 'exact' && value !== 'estimated' && value !== 'none') {
+    throw invalidParameter('count', 'must be one of exact, estimated, none');
+  }
+  return value;
+}
+
+/** PostgreSQL counts are bigints and arrive as strings: the one place they become numbers. */
+export function toCount(value: unknown): number {
+  const n = typeof value === 'number' ? value : Number(String(value));
+  if (!Number.isFinite(n) || n < 0) throw new Error(`Unexpected count: ${String(value)}`);
+  return Math.round(n);
+}
+
+export async function countItems(
+  database: Database,
+  collection: Collection,
+  where: SQL | undefined,
+  mode: CountMode,
+): Promise<number | undefined> {
+  if (mode === 'none') return undefined;
+  const { db, sql: client } = database;
+  if (mode === 'exact') {
+    const [row] = await db.select({ n: sql`count(*)` }).from(collection.table).where(where);
+    return toCount(row?.n);
+  }
+  // The planner's row estimate for the same WHERE: fast at any size (PostgREST's "planned" count).
+  const query = db.select({ one: sql`1` }).from(collection.table).where(where).toSQL();
+  const [row] = await client.unsafe(`explain (format json) ${query.sql}`, query.params as never[]);
+  const plan = (row?.['QUERY PLAN'] as [{ Plan: { 'Plan Rows': number } }] | undefined)?.[0]?.Plan;
+  return toCount(plan?.['Plan Rows'] ?? 0);
+}

@@ -1,0 +1,127 @@
+// One error type with a machine-readable code, and its problem+json (RFC 9457) rendering.
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+
+/** Every error code of the public contract, with its status (API.md, "Errors"). */
+export const errorStatus = {
+  invalid_parameter: 400,
+  invalid_cursor: 400,
+  invalid_api_key: 401,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  Request_limit_exceeded: 429,
+  Concurrency_limit_exceeded: 429,
+  unavailable: 503,
+  internal_error: 500,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+const titles: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export interface InvalidParam {
+  name: string;
+  reason: string;
+}
+
+export interface ApiErrorOptions {
+  invalidParams?: InvalidParam[];
+  headers?: Record<string, string>;
+}
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly options: ApiErrorOptions = {},
+  ) {
+    super(detail);
+    this.status = errorStatus[code];
+  }
+}
+
+/** A 400 naming one parameter: `limit must be an integer from 1 to 100`. */
+export function invalidParameter(name: string, reason: string): ApiError {
+  return new ApiError('invalid_parameter', `${name} ${reason}`, { invalidParams: [{ name, reason }] });
+}
+
+/** A 400 naming several parameters at once, e.g. two variants mixed in one request. */
+export function conflictingParameters(names: string[], reason: string): ApiError {
+  return new ApiError('invalid_parameter', `${names.join(', ')}: ${reason}`, {
+    invalidParams: names.map((name) => ({ name, reason })),
+  });
+}
+
+export function invalidCursor(reason: string): ApiError {
+  return new ApiError('invalid_cursor', `Invalid cursor: ${reason}`, {
+    invalidParams: [{ name: 'cursor', reason }],
+  });
+}
+
+export function problemResponse(error: ApiError, headers?: Headers): Response {
+  const body: Record<string, unknown> = {
+    type: 'about:blank',
+    title: titles[error.status] ?? 'Error',
+    status: error.status,
+    detail: error.detail,
+    code: error.code,
+  };
+  if (error.options.invalidParams) body.invalid_params = error.options.invalidParams;
+  const responseHeaders = new Headers(headers);
+  responseHeaders.set('content-type', 'application/problem+json');
+  for (const [name, value] of Object.entries(error.options.headers ?? {})) responseHeaders.set(name, value);
+  return new Response(JSON.stringify(body), { status: error.status, headers: responseHeaders });
+}
+
+/** The one error handler: our errors, Hono's HTTP exceptions, anything else (logged, generic 500). */
+export function onError(log: (error: unknown) => void) {
+  return function handleError(error: Error, c: Context): Response {
+    const headers = c.res?.headers;
+    if (error instanceof ApiError) return problemResponse(error, headers);
+    if (error instanceof HTTPException && error.status < 500) {
+      const code: ErrorCode = error.status === 404 ? 'not_found' : 'invalid_parameter';
+      return problemResponse(new ApiError(code, error.message || 'Bad request'), headers);
+    }
+    if (isDatabaseUnavailable(error)) {
+      return problemResponse(
+        new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } }),
+        headers,
+      );
+    }
+    log(error);
+    return problemResponse(new ApiError('internal_error', 'Internal error'), headers);
+  };
+}
+
+const unavailableCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'EPIPE',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '57014', // query_canceled (statement_timeout)
+]);
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && unavailableCodes.has(code);
+}

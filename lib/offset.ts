@@ -1,0 +1,66 @@
+// Offset-based pagination (SPEC.md 2.1, 4.1): `limit` and `offset`, absolute positions.
+import { and } from 'drizzle-orm';
+import { countItems, parseCountMode, type CountMode } from './count.ts';
+import { chunkResponse, type Links } from './chunk.ts';
+import { filterCondition } from './filters.ts';
+import { MAX_SAFE, parseInteger } from './params.ts';
+import { orderBy } from './sort.ts';
+import type { ChunkRequest, Variant } from './variant.ts';
+
+export interface Positional {
+  readonly items: Record<string, unknown>[];
+  /** Whether an item follows the chunk: one row more than the chunk is fetched to know. */
+  readonly more: boolean;
+  readonly size: number | undefined;
+}
+
+/** The items at [offset, offset + limit) in the request's order, and the size in the given count mode. */
+export async function fetchPositional(
+  request: ChunkRequest,
+  offset: number,
+  limit: number,
+  countMode: CountMode,
+): Promise<Positional> {
+  const { collection, database, filters, sort } = request;
+  const where = and(filterCondition(collection, filters));
+  const rows = database.db
+    .select(collection.selection)
+    .from(collection.table)
+    .where(where)
+    .orderBy(...orderBy(collection, sort))
+    .limit(limit + 1)
+    .offset(offset);
+  const [items, size] = await Promise.all([rows, countItems(database, collection, where, countMode)]);
+  const more = items.length > limit;
+  return { items: more ? items.slice(0, limit) : items, more, size };
+}
+
+/** The offset of the last chunk on the grid of `offset` (offset + k × limit), or 0. */
+function lastOffset(offset: number, limit: number, size: number): number {
+  const phase = offset % limit;
+  if (size <= phase) return 0;
+  return phase + Math.floor((size - 1 - phase) / limit) * limit;
+}
+
+export const offsetVariant: Variant = {
+  name: 'offset',
+  takes: ['limit', 'offset', 'sort', 'count'],
+  async serve(request) {
+    const { collection, params, href } = request;
+    const max = collection.pageSize.max;
+    const limit = params.has('limit') ? parseInteger('limit', params.get('limit')!, 1, max) : collection.pageSize.default;
+    const offset = params.has('offset') ? parseInteger('offset', params.get('offset')!, 0, MAX_SAFE) : 0;
+    const countMode = parseCountMode(params);
+    const { items, more, size } = await fetchPositional(request, offset, limit, countMode);
+    // SPEC.md 2.1 rule 1: the next offset is the current offset plus the current limit.
+    const links: Links = {
+      self: href({ limit, offset }),
+      next: more ? href({ limit, offset: offset + limit }) : undefined,
+      prev: offset > 0 ? href({ limit, offset: Math.max(0, offset - limit) }) : undefined,
+      first: href({ limit, offset: 0 }),
+      last: size !== undefined ? href({ limit, offset: lastOffset(offset, limit, size) }) : undefined,
+    };
+    const fields = size === undefined ? { offset, limit } : { offset, limit, size };
+    return chunkResponse(collection.name, fields, items, links);
+  },
+};

@@ -1,0 +1,33 @@
+// Page-based pagination (SPEC.md 4.1): zero-based `page` and `page-size`; offset = page-size × page.
+import { chunkResponse, type Links } from './chunk.ts';
+import { parseCountMode } from './count.ts';
+import { invalidParameter } from './errors.ts';
+import { fetchPositional } from './offset.ts';
+import { MAX_SAFE, parseInteger } from './params.ts';
+import type { Variant } from './variant.ts';
+
+export const pageVariant: Variant = {
+  name: 'page',
+  takes: ['page', 'page-size', 'sort', 'count'],
+  async serve(request) {
+    const { collection, params, href } = request;
+    const max = collection.pageSize.max;
+    const pageSize = params.has('page-size')
+      ? parseInteger('page-size', params.get('page-size')!, 1, max)
+      : collection.pageSize.default;
+    const page = params.has('page') ? parseInteger('page', params.get('page')!, 0, MAX_SAFE) : 0;
+    if (page > Math.floor(MAX_SAFE / pageSize)) throw invalidParameter('page', `must be at most ${Math.floor(MAX_SAFE / pageSize)} with page-size ${pageSize}`);
+    const countMode = parseCountMode(params);
+    const { items, more, size } = await fetchPositional(request, page * pageSize, pageSize, countMode);
+    const totalPages = size === undefined ? undefined : Math.ceil(size / pageSize);
+    const links: Links = {
+      self: href({ page, 'page-size': pageSize }),
+      next: more ? href({ page: page + 1, 'page-size': pageSize }) : undefined,
+      prev: page > 0 ? href({ page: page - 1, 'page-size': pageSize }) : undefined,
+      first: href({ page: 0, 'page-size': pageSize }),
+      last: totalPages !== undefined ? href({ page: Math.max(0, totalPages - 1), 'page-size': pageSize }) : undefined,
+    };
+    const fields = totalPages === undefined ? { page, pageSize } : { page, pageSize, totalPages };
+    return chunkResponse(collection.name, fields, items, links);
+  },
+};

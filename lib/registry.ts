@@ -1,0 +1,170 @@
+// The collection registry: one declaration per collection drives validation, SQL, links and cost.
+import { sql, type SQL } from 'drizzle-orm';
+import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
+import { events, orders, products } from '../db/schema.ts';
+
+export type VariantName = 'offset' | 'page' | 'cursor' | 'time';
+export type FilterOp = 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'in' | 'prefix';
+/** integer: int4 column; bigint: int8 column read as a JS number (ids); timestamp: timestamptz. */
+export type FieldType = 'integer' | 'bigint' | 'text' | 'timestamp';
+
+export interface SortKey {
+  readonly field: string;
+  readonly descending: boolean;
+}
+
+/**
+ * What a request costs, in allowance units (SPEC.md 8: "a cost weighted by the amount of data
+ * queried"): one unit per started `itemsPerUnit` items of the chunk, plus `exactCount` when the
+ * chunk carries an exact count.
+ */
+export interface CostRule {
+  readonly itemsPerUnit: number;
+  readonly exactCount: number;
+}
+
+export interface CollectionDeclaration {
+  readonly name: string;
+  readonly table: PgTable;
+  /** Item fields in JSON order: camelCase name to column and type. Must include `id`. */
+  readonly fields: Readonly<Record<string, { column: AnyPgColumn; type: FieldType }>>;
+  readonly variants: readonly VariantName[];
+  readonly defaultVariant: VariantName;
+  readonly filters: Readonly<Record<string, readonly FilterOp[]>>;
+  readonly sortKeys: readonly string[];
+  /** e.g. "-createdAt"; `id` is appended as the tie-breaker. */
+  readonly defaultSort: string;
+  /** The timestamp field the time variant pages over. */
+  readonly timeField?: string;
+  readonly pageSize: { readonly default: number; readonly max: number };
+  readonly cost: CostRule;
+}
+
+export interface Field {
+  readonly name: string;
+  readonly column: AnyPgColumn;
+  readonly type: FieldType;
+  /** What the item selects: timestamps as RFC 3339 text with six fractional digits. */
+  readonly selection: AnyPgColumn | SQL.Aliased;
+}
+
+export interface Collection extends Omit<CollectionDeclaration, 'fields' | 'defaultSort'> {
+  readonly fields: ReadonlyMap<string, Field>;
+  readonly selection: Record<string, AnyPgColumn | SQL.Aliased>;
+  readonly defaultSort: readonly SortKey[];
+}
+
+/** RFC 3339 UTC with exactly six fractional digits, formatted by PostgreSQL (no JS Date). */
+export function timestampText(column: AnyPgColumn | SQL): SQL {
+  return sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+}
+
+/** "name,-priceCents" to sort keys, without the id tie-breaker; no validation. */
+export function splitSort(text: string): SortKey[] {
+  return text.split(',').map((part) => ({ field: part.replace(/^-/, ''), descending: part.startsWith('-') }));
+}
+
+/** Checks a declaration once, at start-up, and precomputes what requests need. */
+export function defineCollection(declaration: CollectionDeclaration): Collection {
+  const fields = new Map<string, Field>();
+  const selection: Record<string, AnyPgColumn | SQL.Aliased> = {};
+  for (const [name, { column, type }] of Object.entries(declaration.fields)) {
+    const select = type === 'timestamp' ? timestampText(column).as(name) : column;
+    fields.set(name, { name, column, type, selection: select });
+    selection[name] = select;
+  }
+  const fail = (reason: string) => {
+    throw new Error(`Invalid collection ${declaration.name}: ${reason}`);
+  };
+  if (fields.get('id')?.type !== 'bigint' && fields.get('id')?.type !== 'integer') fail('it needs an integer id');
+  if (!declaration.variants.includes(declaration.defaultVariant)) fail('the default variant is not offered');
+  for (const [field, ops] of Object.entries(declaration.filters)) {
+    if (!fields.has(field)) fail(`filter on unknown field ${field}`);
+    if (ops.includes('prefix') && fields.get(field)?.type !== 'text') fail(`prefix filter on non-text ${field}`);
+  }
+  for (const key of declaration.sortKeys) if (!fields.has(key)) fail(`sort key on unknown field ${key}`);
+  const defaultSort = splitSort(declaration.defaultSort);
+  for (const key of defaultSort) if (!fields.has(key.field)) fail(`default sort on unknown field ${key.field}`);
+  if (declaration.variants.includes('time') && fields.get(declaration.timeField ?? '')?.type !== 'timestamp') {
+    fail('the time variant needs a timestamp timeField');
+  }
+  return Object.freeze({ ...declaration, fields, selection, defaultSort });
+}
+
+export type Registry = ReadonlyMap<string, Collection>;
+
+export function createRegistry(collections: Collection[]): Registry {
+  return new Map(collections.map((collection) => [collection.name, collection]));
+}
+
+const demoPageSize = { default: 20, max: 100 } as const;
+const demoCost: CostRule = { itemsPerUnit: 50, exactCount: 1 };
+
+/** The demo collections of API.md. */
+export function demoRegistry(): Registry {
+  return createRegistry([
+    defineCollection({
+      name: 'products',
+      table: products,
+      fields: {
+        id: { column: products.id, type: 'bigint' },
+        name: { column: products.name, type: 'text' },
+        category: { column: products.category, type: 'text' },
+        priceCents: { column: products.priceCents, type: 'integer' },
+        createdAt: { column: products.createdAt, type: 'timestamp' },
+      },
+      variants: ['offset', 'page', 'cursor'],
+      defaultVariant: 'offset',
+      filters: {
+        category: ['eq', 'in'],
+        priceCents: ['eq', 'lt', 'lte', 'gt', 'gte'],
+        name: ['eq', 'prefix'],
+      },
+      sortKeys: ['id', 'name', 'priceCents', 'createdAt'],
+      defaultSort: 'id',
+      pageSize: demoPageSize,
+      cost: demoCost,
+    }),
+    defineCollection({
+      name: 'orders',
+      table: orders,
+      fields: {
+        id: { column: orders.id, type: 'bigint' },
+        customerId: { column: orders.customerId, type: 'integer' },
+        status: { column: orders.status, type: 'text' },
+        totalCents: { column: orders.totalCents, type: 'integer' },
+        createdAt: { column: orders.createdAt, type: 'timestamp' },
+      },
+      variants: ['cursor'],
+      defaultVariant: 'cursor',
+      filters: {
+        status: ['eq', 'in'],
+        customerId: ['eq'],
+        totalCents: ['lt', 'lte', 'gt', 'gte'],
+      },
+      sortKeys: ['id', 'createdAt', 'totalCents'],
+      defaultSort: '-createdAt',
+      pageSize: demoPageSize,
+      cost: demoCost,
+    }),
+    defineCollection({
+      name: 'events',
+      table: events,
+      fields: {
+        id: { column: events.id, type: 'bigint' },
+        type: { column: events.type, type: 'text' },
+        source: { column: events.source, type: 'text' },
+        occurredAt: { column: events.occurredAt, type: 'timestamp' },
+        message: { column: events.message, type: 'text' },
+      },
+      variants: ['time', 'cursor'],
+      defaultVariant: 'time',
+      filters: { type: ['eq', 'in'], source: ['eq'] },
+      sortKeys: [],
+      defaultSort: '-occurredAt',
+      timeField: 'occurredAt',
+      pageSize: demoPageSize,
+      cost: demoCost,
+    }),
+  ]);
+}

@@ -1,0 +1,88 @@
+// What a pagination variant is, and how a request picks one (API.md, "Choosing the variant").
+import type { Database } from '../db/client.ts';
+import type { linkBuilder } from './chunk.ts';
+import { decodeCursor, type CursorPayload } from './cursor-token.ts';
+import { conflictingParameters, invalidParameter } from './errors.ts';
+import type { Filter } from './filters.ts';
+import type { QueryParams } from './params.ts';
+import type { Collection, SortKey, VariantName } from './registry.ts';
+
+export interface ChunkRequest {
+  readonly collection: Collection;
+  readonly params: QueryParams;
+  /** Parsed and normalised filters, in canonical order. */
+  readonly filters: readonly Filter[];
+  /** The sort keys ending with `id` (the collection's default when no `sort` was sent). */
+  readonly sort: readonly SortKey[];
+  /** The verified cursor, when one was sent. */
+  readonly cursor: CursorPayload | undefined;
+  readonly cursorSecret: string;
+  readonly database: Database;
+  readonly href: ReturnType<typeof linkBuilder>;
+}
+
+export interface Variant {
+  readonly name: VariantName;
+  /** The non-filter parameters the variant takes; any other is a 400. */
+  readonly takes: readonly string[];
+  serve(request: ChunkRequest): Promise<Response>;
+}
+
+// Parameters that select a variant, by the family they belong to.
+const families: ReadonlyArray<{ params: readonly string[]; variant: VariantName | 'cursor-token' }> = [
+  { params: ['limit', 'offset'], variant: 'offset' },
+  { params: ['page'], variant: 'page' },
+  { params: ['cursor'], variant: 'cursor-token' },
+  { params: ['since_id'], variant: 'cursor' },
+  { params: ['before', 'after'], variant: 'time' },
+];
+
+export interface Selection {
+  readonly variant: VariantName;
+  readonly cursor: CursorPayload | undefined;
+}
+
+/** Picks the variant of a request; mixed families, or a variant the collection lacks, are a 400. */
+export function selectVariant(collection: Collection, params: QueryParams, cursorSecret: string): Selection {
+  const present = families
+    .map((family) => ({ ...family, given: family.params.filter((name) => params.has(name)) }))
+    .filter((family) => family.given.length > 0);
+  if (present.length > 1) {
+    throw conflictingParameters(present.flatMap((family) => family.given), 'belong to different pagination variants and cannot be combined');
+  }
+  if (params.has('before') && params.has('after')) {
+    throw conflictingParameters(['before', 'after'], 'cannot be combined; before moves to older items, after to newer ones');
+  }
+  const family = present[0];
+  let variant: VariantName;
+  let cursor: CursorPayload | undefined;
+  let reason: string[];
+  if (family === undefined) {
+    const keyset = collection.defaultVariant === 'time' ? 'time' : collection.variants.includes('cursor') ? 'cursor' : undefined;
+    variant = params.has('page-size') ? keyset ?? 'page' : collection.defaultVariant;
+    reason = params.has('page-size') ? ['page-size'] : [];
+  } else if (family.variant === 'cursor-token') {
+    cursor = decodeCursor(cursorSecret, params.get('cursor')!, collection.name);
+    variant = cursor.v;
+    reason = ['cursor'];
+  } else {
+    variant = family.variant;
+    reason = family.given;
+  }
+  if (!collection.variants.includes(variant)) {
+    const names = reason.length > 0 ? reason : ['(none)'];
+    throw conflictingParameters(names, `${collection.name} does not offer ${variant} pagination; it offers ${collection.variants.join(', ')}`);
+  }
+  return { variant, cursor };
+}
+
+const allParams = ['limit', 'offset', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after', 'sort', 'count'];
+
+/** A parameter the chosen variant does not take is a 400 naming it. */
+export function checkParamsTaken(variant: Variant, names: Iterable<string>, isFilter: (name: string) => boolean): void {
+  for (const name of names) {
+    if (variant.takes.includes(name) || isFilter(name)) continue;
+    if (allParams.includes(name)) throw invalidParameter(name, `is not a parameter of ${variant.name} pagination`);
+    throw invalidParameter(name, 'is not a known parameter');
+  }
+}
