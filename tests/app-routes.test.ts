@@ -1,0 +1,34 @@
+// The app's fixed routes: index, health, readiness, 404 and 405 as problem+json.
+import t from 'tap';
+import { testApp } from './helpers/app.ts';
+
+t.test('GET /v1 links every collection with absolute URLs', async (t) => {
+  const { json } = await testApp(t);
+  const { status, body, headers } = await json('/v1');
+  t.equal(status, 200);
+  t.same(Object.keys(body._links), ['self', 'products', 'orders', 'events']);
+  t.equal(body._links.products.href, 'http://test.local/v1/products');
+  t.match(headers.get('link'), /<http:\/\/test\.local\/v1\/orders>; rel="orders"/);
+});
+
+t.test('health and readiness', async (t) => {
+  const { json } = await testApp(t);
+  t.equal((await json('/healthz')).status, 200);
+  t.equal((await json('/readyz')).status, 200);
+});
+
+t.test('unknown paths and collections are 404 problem+json; other methods 405', async (t) => {
+  const { request } = await testApp(t);
+  for (const path of ['/nope', '/v1/nope', '/v1/products/1', '/v2/products']) {
+    const res = await request(path);
+    t.equal(res.status, 404, path);
+    t.equal(res.headers.get('content-type'), 'application/problem+json', path);
+    t.equal((await res.json()).code, 'not_found', path);
+  }
+  for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+    const res = await request('/v1/products', { method });
+    t.equal(res.status, 405, method);
+    t.equal(res.headers.get('allow'), 'GET, HEAD');
+    t.equal((await res.json()).code, 'method_not_allowed');
+  }
+});

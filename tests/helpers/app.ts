@@ -1,0 +1,43 @@
+// Builds the app on a fresh test database; requests go through app.request, no port is opened.
+import type { Hono } from 'hono';
+import { seedTable, type SeedSizes, type SeedTable } from '../../db/seed.ts';
+import { buildApp } from '../../lib/app.ts';
+import { parseConfig, type Config } from '../../lib/config.ts';
+import { demoRegistry } from '../../lib/registry.ts';
+import { loadCursorSecret } from '../../lib/secret.ts';
+import { testDatabase, type TestDatabase } from './db.ts';
+
+export interface TestApp {
+  readonly app: Hono;
+  readonly db: TestDatabase;
+  readonly config: Config;
+  /** GET (by default) a path on http://test.local; returns the response. */
+  request(path: string, init?: RequestInit): Promise<Response>;
+  /** GET a path and parse its JSON body. */
+  json(path: string, init?: RequestInit): Promise<{ status: number; body: any; headers: Headers }>;
+}
+
+export async function testApp(
+  t: { teardown(fn: () => unknown): void },
+  options: { seed?: SeedSizes; env?: Record<string, string> } = {},
+): Promise<TestApp> {
+  const db = await testDatabase(t);
+  for (const [table, count] of Object.entries(options.seed ?? {})) {
+    if (count) await seedTable(db.sql, table as SeedTable, count);
+  }
+  const config = parseConfig(options.env ?? {});
+  const cursorSecret = await loadCursorSecret(db.db, config.cursorSecret);
+  const app = buildApp({ database: db, config, registry: demoRegistry(), cursorSecret, log: () => {} });
+  const request = async (path: string, init?: RequestInit) => app.request(`http://test.local${path}`, init);
+  return {
+    app,
+    db,
+    config,
+    request,
+    async json(path, init) {
+      const res = await request(path, init);
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+    },
+  };
+}

@@ -1,0 +1,43 @@
+// Each test file gets its own fresh database on the test server, migrated, and dropped at teardown.
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
+import { openDatabase, type Database } from '../../db/client.ts';
+import { runMigrations } from '../../db/migrate.ts';
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export function serverUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('Tests need DATABASE_URL; run them with `npm test`, which provides one');
+  return url;
+}
+
+/** The URL of `database` on the test server. */
+export function urlFor(database: string): string {
+  const url = new URL(serverUrl());
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+export interface TestDatabase extends Database {
+  readonly url: string;
+  readonly name: string;
+}
+
+/** A new, migrated database; it and its connections are gone when the test ends. */
+export async function testDatabase(t: Teardown, options: { max?: number } = {}): Promise<TestDatabase> {
+  const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  const url = urlFor(name);
+  await runMigrations(url);
+  const database = openDatabase(url, { max: options.max ?? 4 });
+  t.teardown(async () => {
+    await database.sql.end({ timeout: 5 });
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+  return { ...database, url, name };
+}
