@@ -3,16 +3,20 @@ import type { Database } from '../db/client.ts';
 import { baseUrl, linkBuilder } from './chunk.ts';
 import type { Config } from './config.ts';
 import { isFilterName, parseFilters } from './filters.ts';
+import { cursorVariant } from './cursor.ts';
 import { offsetVariant } from './offset.ts';
 import { pageVariant } from './page.ts';
 import { parseQueryString, rawQueryOf } from './params.ts';
 import type { Collection, VariantName } from './registry.ts';
 import { parseSort, withTieBreaker } from './sort.ts';
+import { timeVariant } from './time.ts';
 import { checkParamsTaken, selectVariant, type Variant } from './variant.ts';
 
 export const variants: Partial<Record<VariantName, Variant>> = {
   offset: offsetVariant,
   page: pageVariant,
+  cursor: cursorVariant,
+  time: timeVariant,
 };
 
 export interface CollectionDeps {

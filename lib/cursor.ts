@@ -1,0 +1,103 @@
+// Cursor-based pagination (SPEC.md 2.1, 4.1): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
+import { chunkResponse, type Links } from './chunk.ts';
+import type { CursorPayload } from './cursor-token.ts';
+import { conflictingParameters, invalidCursor } from './errors.ts';
+import type { Filter } from './filters.ts';
+import {
+  afterPosition,
+  boundFilters,
+  cursorLinks,
+  fetchKeyset,
+  filtersPayload,
+  isKeyValue,
+  parsePageSize,
+  positionOf,
+  type Item,
+  type KeyValue,
+} from './keyset.ts';
+import { MAX_SAFE, parseInteger } from './params.ts';
+import { splitSort, type Collection, type SortKey } from './registry.ts';
+import { sortParam } from './sort.ts';
+import type { ChunkRequest, Variant } from './variant.ts';
+
+/** A query of the cursor variant: its order, its filters, and the position it continues after. */
+interface CursorQuery {
+  readonly keys: readonly SortKey[];
+  readonly filters: readonly Filter[];
+  /** The values of every sort key of the last item seen; absent on the first chunk. */
+  readonly position: readonly KeyValue[] | undefined;
+  /** Set when the chunk was asked for with since_id, for its self link. */
+  readonly sinceId?: number;
+}
+
+/**
+ * The payload of this variant's cursors: `s` the sort (ending with id), `f` the filters as query
+ * parameters, `k` the position. The sort and filters bind the cursor to its query (SPEC.md 2.1 rule 2).
+ */
+function payloadOf(collection: Collection, query: CursorQuery, item: Item): CursorPayload {
+  return { v: 'cursor', c: collection.name, s: sortParam(query.keys), f: filtersPayload(query.filters), k: positionOf(item, query.keys) };
+}
+
+function sortOf(collection: Collection, text: unknown): SortKey[] {
+  if (typeof text !== 'string') throw invalidCursor('malformed');
+  const keys = splitSort(text);
+  const fields = keys.map((key) => key.field);
+  const known = fields.every((field) => field === 'id' || collection.sortKeys.includes(field));
+  if (!known || fields.at(-1) !== 'id' || new Set(fields).size !== fields.length) throw invalidCursor('malformed');
+  return keys;
+}
+
+function fromCursor(request: ChunkRequest, cursor: CursorPayload): CursorQuery {
+  const { collection, params } = request;
+  const keys = sortOf(collection, cursor.s);
+  // A sort sent beside a cursor must be the cursor's; an absent one is taken from it.
+  if (params.has('sort') && sortParam(request.sort) !== sortParam(keys)) {
+    throw invalidCursor(`sort=${params.get('sort')} is not the sort of the query the cursor belongs to (${sortParam(keys)})`);
+  }
+  const position = cursor.k;
+  if (
+    !Array.isArray(position) ||
+    position.length !== keys.length ||
+    !keys.every((key, at) => isKeyValue(collection.fields.get(key.field)!.type, position[at]))
+  ) {
+    throw invalidCursor('malformed');
+  }
+  return { keys, filters: boundFilters(collection, request.filters, cursor.f), position: position as KeyValue[] };
+}
+
+function queryOf(request: ChunkRequest): CursorQuery {
+  const { params, cursor } = request;
+  if (cursor) return fromCursor(request, cursor);
+  const since = params.get('since_id');
+  if (since !== undefined) {
+    if (params.has('sort')) {
+      throw conflictingParameters(['since_id', 'sort'], 'cannot be combined; since_id returns items in ascending id order');
+    }
+    // SPEC.md 4.1 rule 4: items more recent than the identifier; on this service, ascending by id.
+    const sinceId = parseInteger('since_id', since, 0, MAX_SAFE);
+    return { keys: [{ field: 'id', descending: false }], filters: request.filters, position: [sinceId], sinceId };
+  }
+  return { keys: request.sort, filters: request.filters, position: undefined };
+}
+
+export const cursorVariant: Variant = {
+  name: 'cursor',
+  takes: ['page-size', 'cursor', 'since_id', 'sort'],
+  async serve(request) {
+    const { collection, params } = request;
+    const pageSize = parsePageSize(request);
+    const query = queryOf(request);
+    const condition = query.position && afterPosition(collection, query.keys, query.position);
+    const { items, more } = await fetchKeyset(request, query.filters, condition, query.keys, pageSize);
+    const link = cursorLinks(request, request.cursorSecret, pageSize);
+    const first: Record<string, number> = { 'page-size': pageSize };
+    if (query.sinceId !== undefined) first.since_id = query.sinceId;
+    const last = items.at(-1);
+    const links: Links = {
+      self: request.cursor ? link(params.get('cursor')!) : request.href(first),
+      // Absent on the last chunk and on an empty one (fetched one row more than the page to know).
+      next: more && last ? link(payloadOf(collection, query, last)) : undefined,
+    };
+    return chunkResponse(collection.name, { pageSize }, items, links);
+  },
+};

@@ -1,0 +1,150 @@
+// Time-based pagination (SPEC.md 4.1): `before` moves to older items, `after` to newer ones, by timestamp and id.
+import { sql, type SQL } from 'drizzle-orm';
+import { chunkResponse, type Links } from './chunk.ts';
+import type { CursorPayload } from './cursor-token.ts';
+import { invalidCursor } from './errors.ts';
+import type { Filter } from './filters.ts';
+import {
+  afterPosition,
+  boundFilters,
+  cursorLinks,
+  fetchKeyset,
+  filtersPayload,
+  isKeyValue,
+  keyLiteral,
+  parsePageSize,
+  type Item,
+} from './keyset.ts';
+import { parseTimestamp } from './params.ts';
+import type { Collection, SortKey } from './registry.ts';
+import type { ChunkRequest, Variant } from './variant.ts';
+
+/** older: newest first, towards older items; newer: oldest first, towards newer items. */
+type Direction = 'older' | 'newer';
+
+/**
+ * A position between items: a timestamp and the id tie-breaker of the item there, or "-" / "+" for a
+ * position before / after every item of that timestamp (what `before` and `after` mean).
+ */
+interface Position {
+  readonly t: string;
+  readonly i: number | '-' | '+';
+}
+
+interface TimeQuery {
+  readonly direction: Direction;
+  /** Exclusive; null: from the end the direction starts at (the newest for older, the oldest for newer). */
+  readonly position: Position | null;
+  readonly filters: readonly Filter[];
+}
+
+function timeField(collection: Collection): string {
+  return collection.timeField!;
+}
+
+function keysOf(collection: Collection, direction: Direction): SortKey[] {
+  const descending = direction === 'older';
+  return [
+    { field: timeField(collection), descending },
+    { field: 'id', descending },
+  ];
+}
+
+/** Items strictly past the position in the direction. */
+function positionCondition(collection: Collection, query: TimeQuery): SQL | undefined {
+  const { direction, position } = query;
+  if (position === null) return undefined;
+  if (typeof position.i === 'number') return afterPosition(collection, keysOf(collection, direction), [position.t, position.i]);
+  // "-" sits before the timestamp's items, "+" after them: older than "+" includes them, newer than "-" too.
+  const inclusive = direction === 'older' ? position.i === '+' : position.i === '-';
+  const op = direction === 'older' ? (inclusive ? '<=' : '<') : inclusive ? '>=' : '>';
+  const column = collection.fields.get(timeField(collection))!.column;
+  return sql`${column} ${sql.raw(op)} ${keyLiteral('timestamp', position.t)}`;
+}
+
+/**
+ * The same position seen from the other direction, keeping the item at it: the prev link of an empty chunk
+ * must not skip the item its position names. Ids are integers, so "up to and including id n" is "before n + 1".
+ */
+function reversed(position: Position, from: Direction): Position {
+  if (typeof position.i !== 'number') return position;
+  return { t: position.t, i: from === 'older' ? position.i - 1 : position.i + 1 };
+}
+
+function positionOfItem(collection: Collection, item: Item): Position {
+  return { t: item[timeField(collection)] as string, i: item.id as number };
+}
+
+function payloadOf(collection: Collection, query: TimeQuery, direction: Direction, position: Position | null): CursorPayload {
+  return { v: 'time', c: collection.name, d: direction, p: position && [position.t, position.i], f: filtersPayload(query.filters) };
+}
+
+function fromCursor(request: ChunkRequest, cursor: CursorPayload): TimeQuery {
+  const { collection } = request;
+  const { d, p } = cursor;
+  if (d !== 'older' && d !== 'newer') throw invalidCursor('malformed');
+  let position: Position | null = null;
+  if (p !== null) {
+    if (!Array.isArray(p) || p.length !== 2) throw invalidCursor('malformed');
+    const [t, i] = p as unknown[];
+    if (!isKeyValue('timestamp', t) || !(i === '-' || i === '+' || Number.isSafeInteger(i))) throw invalidCursor('malformed');
+    position = { t: t as string, i: i as Position['i'] };
+  }
+  return { direction: d, position, filters: boundFilters(collection, request.filters, cursor.f) };
+}
+
+function queryOf(request: ChunkRequest): TimeQuery {
+  const { params, cursor, filters } = request;
+  if (cursor) return fromCursor(request, cursor);
+  const before = params.get('before');
+  if (before !== undefined) return { direction: 'older', position: { t: parseTimestamp('before', before), i: '-' }, filters };
+  const after = params.get('after');
+  if (after !== undefined) return { direction: 'newer', position: { t: parseTimestamp('after', after), i: '+' }, filters };
+  // API.md: no before or after returns the newest items first; next moves to older ones.
+  return { direction: 'older', position: null, filters };
+}
+
+/** self, next, prev, and for a chunk that reached the newest items, poll instead of next. */
+function linksOf(request: ChunkRequest, query: TimeQuery, chunk: { items: Item[]; more: boolean }, pageSize: number): Links {
+  const { collection, params } = request;
+  const link = cursorLinks(request, request.cursorSecret, pageSize);
+  const to = (direction: Direction, position: Position | null) => link(payloadOf(collection, query, direction, position));
+  const first = chunk.items[0] && positionOfItem(collection, chunk.items[0]);
+  const last = chunk.items.at(-1) && positionOfItem(collection, chunk.items.at(-1)!);
+  const marker = ['before', 'after'].find((name) => params.has(name));
+  const self = request.cursor
+    ? link(params.get('cursor')!)
+    : request.href(marker ? { 'page-size': pageSize, [marker]: params.get(marker)! } : { 'page-size': pageSize });
+  const { direction, position } = query;
+  if (direction === 'older') {
+    // prev moves to newer items: past the first item, or from this chunk's position when it is empty.
+    const prev = first ?? (position && reversed(position, 'older'));
+    return {
+      self,
+      next: chunk.more && last ? to('older', last) : undefined,
+      prev: to('newer', prev ?? null),
+    };
+  }
+  const back = first ?? (position && reversed(position, 'newer'));
+  return {
+    self,
+    next: chunk.more && last ? to('newer', last) : undefined,
+    // Reached the newest: a link to where new items will appear; an empty chunk keeps its position.
+    poll: chunk.more ? undefined : to('newer', last ?? position),
+    // Nothing lies before the oldest item of all.
+    prev: back ? to('older', back) : undefined,
+  };
+}
+
+export const timeVariant: Variant = {
+  name: 'time',
+  takes: ['page-size', 'cursor', 'before', 'after'],
+  async serve(request) {
+    const { collection } = request;
+    const pageSize = parsePageSize(request);
+    const query = queryOf(request);
+    const keys = keysOf(collection, query.direction);
+    const chunk = await fetchKeyset(request, query.filters, positionCondition(collection, query), keys, pageSize);
+    return chunkResponse(collection.name, { pageSize }, chunk.items, linksOf(request, query, chunk, pageSize));
+  },
+};
