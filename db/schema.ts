@@ -1,6 +1,20 @@
 // Drizzle schema: the demo collections and the service's own settings.
 import { sql } from 'drizzle-orm';
-import { bigint, index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  customType,
+  doublePrecision,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+// Key hashes are raw bytes.
+const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
 
 // Every timestamp is timestamptz at microsecond precision; the service reads it as text
 // (never through a JS Date) so no microsecond is lost.
@@ -64,3 +78,66 @@ export const settings = pgTable('settings', {
   name: text('name').primaryKey(),
   value: text('value').notNull(),
 });
+
+// ---- Rate limit (SPEC.md 2.2, 3, 5, 8; API.md "Rate limit"). The decision itself is the plpgsql
+// function rate_decide in the custom migration; these tables are what it reads and writes.
+
+/** Tiers: an allowance of `allowance` units per `window_seconds`, and a cap on concurrent requests. */
+export const rateTiers = pgTable('rate_tiers', {
+  name: text('name').primaryKey(),
+  allowance: integer('allowance').notNull(),
+  windowSeconds: integer('window_seconds').notNull(),
+  concurrency: integer('concurrency').notNull(),
+});
+
+/** API keys: only a SHA-256 of the key is stored; a revoked key keeps its row (revoked_at set). */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    keyHash: bytea('key_hash').notNull(),
+    /** The first characters of the key, so an operator can tell keys apart without the secret. */
+    prefix: text('prefix').notNull(),
+    name: text('name'),
+    tier: text('tier')
+      .notNull()
+      .references(() => rateTiers.name, { onUpdate: 'cascade' }),
+    createdAt: micros('created_at').notNull().default(sql`clock_timestamp()`),
+    revokedAt: micros('revoked_at'),
+  },
+  // Every rate-limited request with a key looks it up by hash, inside rate_decide.
+  (t) => [uniqueIndex('api_keys_key_hash_idx').on(t.keyHash)],
+);
+
+/**
+ * Counters of the bucketed sliding window: units served to one subject in the bucket that starts at
+ * `bucket_start` (Unix seconds). A unit counts while the database clock is before `expires_at`
+ * (= bucket_start + bucket length + window length). Hot rows: only the primary key is indexed, and
+ * the table has fillfactor 50 (set in the custom migration), so the per-request `units` update is a
+ * HOT update that touches no index. Housekeeping deletes expired rows with a scan of this small table.
+ */
+export const rateCounters = pgTable(
+  'rate_counters',
+  {
+    subject: text('subject').notNull(),
+    bucketStart: bigint('bucket_start', { mode: 'number' }).notNull(),
+    units: bigint('units', { mode: 'number' }).notNull(),
+    expiresAt: bigint('expires_at', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.subject, t.bucketStart] })],
+);
+
+/**
+ * Concurrency leases: one row per in-flight request of a subject, deleted when the request ends.
+ * A lease left behind by an instance that died mid-request stops counting at `expires_at` (Unix
+ * seconds, database clock). The primary key (subject, id) serves both the count and the release.
+ */
+export const rateLeases = pgTable(
+  'rate_leases',
+  {
+    subject: text('subject').notNull(),
+    id: bigint('id', { mode: 'number' }).notNull().generatedAlwaysAsIdentity(),
+    expiresAt: doublePrecision('expires_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.subject, t.id] })],
+);

@@ -4,7 +4,10 @@ import type { Database } from '../db/client.ts';
 import { baseUrl, linkHeader, linksObject, type Links } from './chunk.ts';
 import { serveCollection } from './collections.ts';
 import type { Config } from './config.ts';
+import { adminRoutes } from './admin.ts';
 import { ApiError, onError } from './errors.ts';
+import { issueKeyHandler } from './keys.ts';
+import { rateLimiter, type LimiterOptions } from './limiter-middleware.ts';
 import type { Registry } from './registry.ts';
 
 export interface AppDeps {
@@ -13,6 +16,8 @@ export interface AppDeps {
   readonly registry: Registry;
   readonly cursorSecret: string;
   readonly log?: (error: unknown) => void;
+  /** The rate limiter in front of /v1: its options, or false to turn it off (the bench's baseline). */
+  readonly rateLimit?: LimiterOptions | false;
 }
 
 function methodNotAllowed(allow: string) {
@@ -24,12 +29,23 @@ function methodNotAllowed(allow: string) {
 export function buildApp(deps: AppDeps): Hono {
   const { database, config, registry } = deps;
   const app = new Hono();
+  const log = deps.log ?? ((error) => console.error(error));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
     await database.sql`select 1`;
     return c.json({ status: 'ready' });
   });
+
+  // Everything under /v1 is rate-limited, errors included (API.md): the limiter comes first.
+  if (deps.rateLimit !== false) {
+    const limiter = rateLimiter({ sql: database.sql, config, registry, log }, deps.rateLimit);
+    app.use('/v1', limiter);
+    app.use('/v1/*', limiter);
+  }
+  app.post('/v1/keys', issueKeyHandler(database.db));
+  app.all('/v1/keys', methodNotAllowed('POST'));
+  if (config.adminToken) app.route('/admin', adminRoutes(database.db, config.adminToken));
 
   app.get('/v1', (c) => {
     const base = `${baseUrl(c.req.raw, config)}/v1`;
@@ -53,6 +69,6 @@ export function buildApp(deps: AppDeps): Hono {
   app.notFound(() => {
     throw new ApiError('not_found', 'No such path');
   });
-  app.onError(onError(deps.log ?? ((error) => console.error(error))));
+  app.onError(onError(log));
   return app;
 }

@@ -1,0 +1,125 @@
+// Hono middleware in front of /v1: identify the client, charge the allowance, hold a concurrency lease.
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Sql } from 'postgres';
+import type { Config } from './config.ts';
+import { requestCost } from './cost.ts';
+import { ApiError, isDatabaseUnavailable } from './errors.ts';
+import { clientSubject, parseAuthorization } from './identity.ts';
+import { decide, housekeep, rateLimitHeaders, releaseLease, type Decision } from './limiter.ts';
+import { rawQueryOf } from './params.ts';
+import type { Registry } from './registry.ts';
+
+export interface LimiterOptions {
+  /** The socket's address; the default reads @hono/node-server's connection info (none under app.request). */
+  readonly remoteAddress?: (c: Context) => string | undefined;
+  /** Tests only: seconds added to the database clock, read at every decision. */
+  readonly clockOffset?: () => number;
+  /** How long a lease of a request that never ends keeps counting (default 30 s). */
+  readonly leaseTtlSeconds?: number;
+  /** A decision or release slower than this is a 503 (default 2500 ms): a quick answer, not a hang. */
+  readonly timeoutMs?: number;
+  /** How often this instance offers to do housekeeping (default 10 s); 0 turns it off. */
+  readonly housekeepingMs?: number;
+}
+
+export interface LimiterDeps {
+  readonly sql: Sql;
+  readonly config: Config;
+  readonly registry: Registry;
+  readonly log: (error: unknown) => void;
+}
+
+function socketAddress(c: Context): string | undefined {
+  try {
+    return getConnInfo(c).remote.address;
+  } catch {
+    return undefined; // app.request() in tests: no socket
+  }
+}
+
+function unavailable(): ApiError {
+  return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(unavailable()), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** POST /v1/keys draws on the registration tier per address; everything else under /v1 on the client's. */
+function isRegistration(c: Context): boolean {
+  return c.req.method === 'POST' && c.req.path === '/v1/keys';
+}
+
+export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
+  const { sql, config, registry, log } = deps;
+  const remoteAddress = options.remoteAddress ?? socketAddress;
+  const clockOffset = options.clockOffset ?? (() => 0);
+  const leaseTtl = options.leaseTtlSeconds ?? 30;
+  const timeoutMs = options.timeoutMs ?? 2500;
+  const housekeepingMs = options.housekeepingMs ?? 10_000;
+  // The instance's clock only schedules housekeeping; every decision uses the database clock.
+  let lastHousekeeping = performance.now();
+
+  function offerHousekeeping(): void {
+    if (housekeepingMs <= 0 || performance.now() - lastHousekeeping < housekeepingMs) return;
+    lastHousekeeping = performance.now();
+    housekeep(sql, clockOffset()).catch(() => {}); // next time, or another instance
+  }
+
+  return async function rateLimit(c, next) {
+    const registration = isRegistration(c);
+    const address = clientSubject(remoteAddress(c), c.req.header('x-forwarded-for'), config.trustProxy);
+    const credential = registration ? { kind: 'none' as const } : parseAuthorization(c.req.header('authorization'));
+    const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));
+    // An unreachable database throws here; the one error handler turns it into a 503.
+    const decision: Decision = await withTimeout(
+      decide(sql, {
+        // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
+        keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
+        ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
+        ipTier: registration ? 'registration' : 'anonymous',
+        cost: registration ? 1 : requestCost(collection, rawQueryOf(c.req.url)),
+        leaseTtl,
+        clockOffset: clockOffset(),
+      }),
+      timeoutMs,
+    );
+    offerHousekeeping();
+
+    const headers = rateLimitHeaders(decision);
+    for (const [name, value] of Object.entries(headers)) c.header(name, value);
+    if (decision.outcome === 'rate') {
+      throw new ApiError(
+        'Request_limit_exceeded',
+        `Rate limit exceeded: ${decision.limit} units per ${decision.windowSeconds} s; retry after ${decision.retryAfter} s`,
+        { headers: { ...headers, 'retry-after': String(decision.retryAfter) } },
+      );
+    }
+    if (decision.outcome === 'concurrency') {
+      throw new ApiError('Concurrency_limit_exceeded', 'Too many requests in flight for this client', {
+        headers: { ...headers, 'retry-after': '1' },
+      });
+    }
+    if (decision.outcome === 'invalid_key') {
+      throw new ApiError('invalid_api_key', 'Invalid API key: unknown, revoked or malformed', { headers });
+    }
+
+    try {
+      await next();
+    } finally {
+      if (decision.leaseId !== undefined) {
+        // Released before the response leaves, so a client's next request never meets its own lease.
+        await withTimeout(releaseLease(sql, decision.subject, decision.leaseId), timeoutMs).catch((error) => {
+          if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
+        });
+      }
+    }
+    // Handlers may return a plain Response that does not carry the headers set above.
+    for (const [name, value] of Object.entries(headers)) c.header(name, value);
+  };
+}
