@@ -32,7 +32,7 @@ if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
 
 const database = openDatabase(postgresServer.url);
 const cursorSecret = await loadCursorSecret(database.db, config.cursorSecret);
-const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret });
+const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: {} });
 
 const server = serve({ fetch: app.fetch, port: config.port }, (info) => {
   log(`Listening on http://localhost:${info.port}/v1`);

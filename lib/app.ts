@@ -16,7 +16,10 @@ export interface AppDeps {
   readonly registry: Registry;
   readonly cursorSecret: string;
   readonly log?: (error: unknown) => void;
-  /** The rate limiter in front of /v1: its options, or false to turn it off (the bench's baseline). */
+  /**
+   * The rate limiter in front of /v1 and its options; absent or false: no limiter (pagination tests,
+   * the bench's baseline). server.ts always turns it on.
+   */
   readonly rateLimit?: LimiterOptions | false;
 }
 
@@ -38,7 +41,7 @@ export function buildApp(deps: AppDeps): Hono {
   });
 
   // Everything under /v1 is rate-limited, errors included (API.md): the limiter comes first.
-  if (deps.rateLimit !== false) {
+  if (deps.rateLimit) {
     const limiter = rateLimiter({ sql: database.sql, config, registry, log }, deps.rateLimit);
     app.use('/v1', limiter);
     app.use('/v1/*', limiter);
