@@ -76,6 +76,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const address = clientSubject(remoteAddress(c), c.req.header('x-forwarded-for'), config.trustProxy);
     const credential = registration ? { kind: 'none' as const } : parseAuthorization(c.req.header('authorization'));
     const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));
+    const isQuery = collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD');
     // An unreachable database throws here; the one error handler turns it into a 503.
     const decision: Decision = await withTimeout(
       decide(sql, {
@@ -83,7 +84,8 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
         ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
         ipTier: registration ? 'registration' : 'anonymous',
-        cost: registration ? 1 : requestCost(collection, rawQueryOf(c.req.url)),
+        // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
+        cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url)) : 1,
         leaseTtl,
         clockOffset: clockOffset(),
       }),
