@@ -1,4 +1,5 @@
 // `npm run seed -- --products N --orders N --events N`: replaces the named demo collections with N generated rows each.
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import postgres from 'postgres';
@@ -44,7 +45,13 @@ function progressBar(): cliProgress.SingleBar {
   );
 }
 
-async function seedOne(sql: postgres.Sql, table: SeedTable, count: number): Promise<void> {
+/** seedTable with a progress bar (rows done / total, rate, ETA) and a closing line; also used by the bench. */
+export async function seedWithProgress(
+  sql: postgres.Sql,
+  table: SeedTable,
+  count: number,
+  log: (line: string) => void = console.log,
+): Promise<void> {
   const bar = progressBar();
   const started = performance.now();
   const rate = (done: number) => Math.round(done / Math.max((performance.now() - started) / 1000, 1e-3)).toLocaleString('en');
@@ -57,8 +64,8 @@ async function seedOne(sql: postgres.Sql, table: SeedTable, count: number): Prom
     bar.stop();
   }
   const seconds = (performance.now() - started) / 1000;
-  // The bar is invisible when stdout is not a terminal; this line always tells what happened.
-  console.log(`${table}: ${count.toLocaleString('en')} rows in ${seconds.toFixed(1)} s`);
+  // The bar (on stderr) is invisible when that is not a terminal; this line always tells what happened.
+  log(`${table}: ${count.toLocaleString('en')} rows in ${seconds.toFixed(1)} s`);
 }
 
 async function main(): Promise<void> {
@@ -75,7 +82,7 @@ async function main(): Promise<void> {
     await runMigrations(server.url);
     const sql = postgres(server.url, { max: 1, onnotice: () => {} });
     try {
-      for (const [table, count] of counts) await seedOne(sql, table, count);
+      for (const [table, count] of counts) await seedWithProgress(sql, table, count);
     } finally {
       await sql.end();
     }
@@ -84,4 +91,5 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// Run only as a script: the bench imports seedWithProgress from here.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

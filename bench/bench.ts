@@ -1,0 +1,145 @@
+// `npm run bench`: seeds 1M products into the `bench` database, starts the servers, runs every scenario, prints one table.
+import { parseArgs } from 'node:util';
+import { ensureProducts, openBenchDatabase, type BenchDatabase } from './database.ts';
+import { measure, type LoadOptions } from './measure.ts';
+import { startServer, type RunningServer } from './processes.ts';
+import { scenarios, servers, type Scenario } from './scenarios.ts';
+import { formatTable, type Row } from './table.ts';
+
+const PRODUCTS = 1_000_000;
+const USAGE = 'Usage: npm run bench -- [--duration S] [--warmup S] [--connections N] [--only TEXT]';
+
+// Progress goes to stderr: stdout carries only the table.
+const log = (line: string) => console.error(line);
+
+interface BenchOptions extends LoadOptions {
+  /** Keep only scenarios whose name contains this (the baseline always runs). */
+  only: string | undefined;
+}
+
+function positiveNumber(name: string, value: string | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value) || n < min) throw new Error(`Invalid --${name}: expected a number of at least ${min}, got "${value}"`);
+  return n;
+}
+
+function parseOptions(args: string[]): BenchOptions {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    options: {
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      only: { type: 'string' },
+    },
+  });
+  return {
+    duration: positiveNumber('duration', values.duration, 10, 1),
+    warmup: positiveNumber('warmup', values.warmup, 2, 0),
+    connections: Math.round(positiveNumber('connections', values.connections, 10, 1)),
+    only: values.only,
+  };
+}
+
+/** Catches a mistake in scenarios.ts before anything is started. */
+function checkScenarios(list: Scenario[]): void {
+  const names = new Set<string>();
+  for (const scenario of list) {
+    if (names.has(scenario.name)) throw new Error(`Two scenarios are named "${scenario.name}"`);
+    names.add(scenario.name);
+    if (!servers.some((server) => server.name === scenario.server)) {
+      throw new Error(`Scenario "${scenario.name}" targets an unknown server "${scenario.server}"`);
+    }
+  }
+  const baselines = list.filter((scenario) => scenario.baseline).length;
+  if (baselines !== 1) throw new Error(`Exactly one scenario must be the baseline; found ${baselines}`);
+}
+
+/** Everything the bench started, stopped in reverse order, once, on success, failure or a signal. */
+class Resources {
+  private readonly stops: (() => Promise<void>)[] = [];
+  private closing: Promise<void> | undefined;
+
+  add(stop: () => Promise<void>): void {
+    this.stops.push(stop);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const stop of this.stops.reverse()) {
+        await stop().catch((error: unknown) => log(`While stopping: ${(error as Error).message}`));
+      }
+    })();
+    return this.closing;
+  }
+}
+
+async function startServers(selected: Scenario[], database: BenchDatabase, resources: Resources): Promise<Map<string, RunningServer>> {
+  const running = new Map<string, RunningServer>();
+  for (const variant of servers.filter((server) => selected.some((scenario) => scenario.server === server.name))) {
+    log(`Starting server ${variant.name} (${variant.entry})`);
+    const server = await startServer(variant, database.url);
+    resources.add(() => server.stop());
+    running.set(variant.name, server);
+    log(`  ${variant.name}: pid ${server.pid} on ${server.origin}`);
+  }
+  return running;
+}
+
+async function runScenarios(selected: Scenario[], running: Map<string, RunningServer>, database: BenchDatabase, options: LoadOptions): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const scenario of selected) {
+    log(`Measuring "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured`);
+    const result = await measure(scenario, running.get(scenario.server)!, database, options).catch((error: Error) => error);
+    if (result instanceof Error) log(`  failed: ${result.message}`);
+    rows.push({ name: scenario.name, server: scenario.server, baseline: scenario.baseline ?? false, result });
+  }
+  return rows;
+}
+
+function describeRun(options: LoadOptions): string {
+  return [
+    `Bench: ${PRODUCTS.toLocaleString('en')} products; autocannon, ${options.connections} connections, ${options.duration} s per row after ${options.warmup} s warm-up; node ${process.version}.`,
+    'Latencies are whole milliseconds over all responses. CPU per response from /proc: the server process, its Postgres',
+    'backends (not parallel workers), and this process (autocannon). Compare ratios within one run, not across runs.',
+  ].join('\n');
+}
+
+async function main(): Promise<number> {
+  let options: BenchOptions;
+  try {
+    options = parseOptions(process.argv.slice(2));
+    checkScenarios(scenarios);
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const only = options.only;
+  const selected = scenarios.filter((scenario) => scenario.baseline || only === undefined || scenario.name.includes(only));
+
+  const resources = new Resources();
+  const interrupt = (signal: NodeJS.Signals) => {
+    log(`${signal}: stopping every process the bench started`);
+    void resources.close().then(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+  try {
+    const database = await openBenchDatabase(process.env.DATABASE_URL || undefined, log);
+    resources.add(() => database.close());
+    await ensureProducts(database, PRODUCTS, log);
+    const running = await startServers(selected, database, resources);
+    const rows = await runScenarios(selected, running, database, options);
+    console.log(`${describeRun(options)}\n\n${formatTable(rows)}`);
+    return rows.some((row) => row.result instanceof Error) ? 1 : 0;
+  } finally {
+    await resources.close();
+  }
+}
+
+process.exitCode = await main().catch((error: Error) => {
+  console.error(`Bench failed: ${error.message}`);
+  return 1;
+});

@@ -1,0 +1,59 @@
+// CPU time of processes read from /proc/<pid>/stat, so the service itself needs no endpoint to report it.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** Clock ticks per second of utime/stime; 100 on every common Linux, asked once in case it is not. */
+const TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** utime + stime of one process in microseconds; undefined when it is gone or /proc is not there. */
+export function cpuMicros(pid: number): number | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) may hold spaces and parentheses: count fields after its closing one.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return ((utime + stime) * 1e6) / TICKS_PER_SECOND;
+}
+
+/** Whether `pid` is a local PostgreSQL process (not a namesake pid of another host or container). */
+export function isLocalPostgres(pid: number): boolean {
+  try {
+    return /postgres/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** CPU per process at one moment, to subtract from a later snapshot. */
+export type CpuSnapshot = Map<number, number>;
+
+export function snapshot(pids: Iterable<number>): CpuSnapshot {
+  const result: CpuSnapshot = new Map();
+  for (const pid of pids) {
+    const micros = cpuMicros(pid);
+    if (micros !== undefined) result.set(pid, micros);
+  }
+  return result;
+}
+
+/**
+ * CPU spent between two snapshots, summed over processes. A process that appeared in between counts from
+ * zero (it started during the interval); one that ended in between is lost, which is why the caller keeps
+ * the measured processes alive across an interval.
+ */
+export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): number {
+  let total = 0;
+  for (const [pid, micros] of after) total += micros - (before.get(pid) ?? 0);
+  return total;
+}

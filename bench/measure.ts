@@ -1,0 +1,95 @@
+// One row of the table: a probe, a warm-up, then an autocannon run with the CPU each process spent on it.
+import autocannon from 'autocannon';
+import type { Sql } from 'postgres';
+import { cpuBetween, isLocalPostgres, snapshot } from './cpu.ts';
+import type { RunningServer } from './processes.ts';
+import type { Load, Scenario } from './scenarios.ts';
+
+export interface LoadOptions {
+  connections: number;
+  /** Seconds measured. */
+  duration: number;
+  /** Seconds of unmeasured traffic first: JIT, pool connections, caches. */
+  warmup: number;
+}
+
+export interface Measurement {
+  reqPerSec: number;
+  /** Milliseconds, over all responses. */
+  p50: number;
+  p99: number;
+  responses: number;
+  non2xx: number;
+  /** Socket errors and timeouts. */
+  errors: number;
+  /** CPU per response in microseconds: the server process, its Postgres backends, the load generator (this process). */
+  serverCpu?: number;
+  postgresCpu?: number;
+  loadCpu: number;
+}
+
+/** The Postgres backends serving the bench database, except our own connection; only when they are local. */
+async function backendPids(sql: Sql, local: boolean): Promise<number[]> {
+  if (!local) return [];
+  const rows = await sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
+  return rows.map((row) => row.pid as number).filter(isLocalPostgres);
+}
+
+async function runAutocannon(origin: string, load: Load, options: LoadOptions, seconds: number) {
+  return autocannon({
+    url: `${origin}${load.path ?? '/'}`,
+    headers: load.headers,
+    requests: load.requests,
+    connections: options.connections,
+    duration: seconds,
+    timeout: 10,
+  });
+}
+
+/** Sends one request as the scenario would and fails when the status is not the expected one. */
+async function probe(origin: string, load: Load, expected: number): Promise<void> {
+  const first = load.requests?.[0];
+  const path = first?.path ?? load.path ?? '/';
+  const response = await fetch(`${origin}${path}`, { headers: first?.headers ?? load.headers });
+  const body = await response.text();
+  if (response.status !== expected) {
+    throw new Error(`Probe of ${path} answered ${response.status}, expected ${expected}: ${body.slice(0, 200)}`);
+  }
+}
+
+export async function measure(
+  scenario: Scenario,
+  server: RunningServer,
+  database: { sql: Sql; local: boolean },
+  options: LoadOptions,
+): Promise<Measurement> {
+  const load: Load = { path: scenario.path, headers: scenario.headers, requests: scenario.requests };
+  Object.assign(load, await scenario.setup?.({ origin: server.origin, sql: database.sql }));
+  await probe(server.origin, load, scenario.expectStatus ?? 200);
+  if (options.warmup > 0) await runAutocannon(server.origin, load, options, options.warmup);
+
+  const pidsBefore = [server.pid, ...(await backendPids(database.sql, database.local))];
+  const before = snapshot(pidsBefore);
+  const loadBefore = process.cpuUsage();
+  const result = await runAutocannon(server.origin, load, options, options.duration);
+  const loadUsed = process.cpuUsage(loadBefore);
+  // Backends opened during the run count from zero; the pool keeps them open, so none is lost.
+  const after = snapshot([server.pid, ...(await backendPids(database.sql, database.local))]);
+
+  const responses = result.requests.total;
+  const perResponse = (micros: number) => (responses > 0 ? micros / responses : 0);
+  const serverCpu = after.has(server.pid) && before.has(server.pid) ? after.get(server.pid)! - before.get(server.pid)! : undefined;
+  before.delete(server.pid);
+  after.delete(server.pid);
+  return {
+    reqPerSec: responses / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    responses,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    serverCpu: serverCpu === undefined ? undefined : perResponse(serverCpu),
+    postgresCpu: database.local ? perResponse(cpuBetween(before, after)) : undefined,
+    loadCpu: perResponse(loadUsed.user + loadUsed.system),
+  };
+}

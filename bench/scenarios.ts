@@ -1,0 +1,68 @@
+// What `npm run bench` measures: the server processes it starts and the scenarios (rows) it runs against them.
+// To add a row, append to `scenarios`; to measure a differently configured service, append to `servers`.
+import { randomBytes } from 'node:crypto';
+import type autocannon from 'autocannon';
+import type { Sql } from 'postgres';
+import type { ServerVariant } from './processes.ts';
+
+/** What a scenario sends. `requests` (autocannon's request list) wins over `path` and `headers`. */
+export interface Load {
+  /** Path and query, e.g. `/v1/products?page=0`; the host is always the target server on 127.0.0.1. */
+  path?: string;
+  headers?: Record<string, string>;
+  /** A request generator: each request may rewrite itself from the previous response (`setupRequest`, `onResponse`). */
+  requests?: autocannon.Request[];
+}
+
+export interface ScenarioContext {
+  /** The target server, `http://127.0.0.1:<port>`. */
+  readonly origin: string;
+  /** A connection to the bench database, e.g. to insert a key or change a tier. */
+  readonly sql: Sql;
+}
+
+export interface Scenario extends Load {
+  name: string;
+  /** The `name` of an entry in `servers`. */
+  server: string;
+  /** Runs after the server is up and before the warm-up; what it returns is merged into the load. */
+  setup?: (context: ScenarioContext) => Promise<Load | void>;
+  /** The status a probe request must get before the row is measured (default 200), so a typo is not benchmarked. */
+  expectStatus?: number;
+  /** The row the others are divided by; exactly one scenario is the baseline. */
+  baseline?: boolean;
+}
+
+// The operator token of the service processes the bench starts; they live only as long as the bench.
+const ADMIN_TOKEN = randomBytes(24).toString('hex');
+
+/** Sets a tier through the operator API (API.md), as an operator would at run time. */
+async function putTier(origin: string, tier: string, body: { limit: number; windowSeconds: number; concurrency: number }) {
+  const response = await fetch(`${origin}/admin/tiers/${tier}`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`PUT /admin/tiers/${tier} answered ${response.status}: ${await response.text()}`);
+}
+
+export const servers: ServerVariant[] = [
+  { name: 'hello', entry: 'bench/hello.ts', readyPath: '/' },
+  {
+    // The service as deployed, rate limiter on; the anonymous tier (all bench traffic comes from 127.0.0.1)
+    // is raised so that it never declines, so these rows pay for the limiter's check but are never a 429.
+    name: 'service',
+    entry: 'server.ts',
+    env: { ADMIN_TOKEN },
+    readyPath: '/readyz',
+    setup: (origin) => putTier(origin, 'anonymous', { limit: 1_000_000_000, windowSeconds: 60, concurrency: 1_000 }),
+  },
+];
+
+export const scenarios: Scenario[] = [
+  { name: 'Hono hello world', server: 'hello', path: '/', baseline: true },
+  { name: 'first chunk', server: 'service', path: '/v1/products' },
+  { name: 'offset 900,000, count=none', server: 'service', path: '/v1/products?offset=900000&count=none' },
+  { name: 'page 0, count=exact', server: 'service', path: '/v1/products?page=0&count=exact' },
+  { name: 'page 0, count=estimated', server: 'service', path: '/v1/products?page=0&count=estimated' },
+];
