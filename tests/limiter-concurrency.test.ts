@@ -1,0 +1,62 @@
+// The concurrency cap: in-flight requests per client, exact; leases left behind expire by themselves.
+import postgres from 'postgres';
+import t from 'tap';
+import { limitedApp, limits } from './helpers/limiter.ts';
+
+t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases released after', async (t) => {
+  const api = await limitedApp(t);
+  await api.setTier('anonymous', 100, 60, 2);
+  // Hold the products table so that admitted requests stay in flight.
+  const locker = postgres(api.db.url, { max: 1, onnotice: () => {} });
+  t.teardown(() => locker.end({ timeout: 1 }));
+  const reserved = await locker.reserve();
+  await reserved`begin`;
+  await reserved`lock table products in access exclusive mode`;
+
+  const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
+  // Wait until both hold a lease (they are then blocked on the lock).
+  for (let i = 0; i < 100; i++) {
+    const [row] = await api.db.sql`select count(*)::int as n from rate_leases`;
+    if (row!.n === 2) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const declined = await Promise.all([1, 2, 3].map(() => api.request('/v1/products?count=none')));
+  for (const res of declined) {
+    t.equal(res.status, 429);
+    t.equal((await res.json()).code, 'Concurrency_limit_exceeded');
+    t.equal(res.headers.get('retry-after'), '1');
+    t.equal(limits(res).remaining, 98, 'declined requests are not charged');
+  }
+  t.equal((await api.request('/v1', { address: '192.0.2.77' })).status, 200, 'another client is not capped');
+
+  await reserved`commit`;
+  reserved.release();
+  const served = await Promise.all(inFlight);
+  t.same(served.map((res) => res.status), [200, 200]);
+  const [row] = await api.db.sql`select count(*)::int as n from rate_leases`;
+  t.equal(row!.n, 0, 'every lease was released');
+  t.equal((await api.request('/v1/products?count=none')).status, 200, 'the cap is free again');
+});
+
+t.test('a lease that a dead instance left behind expires by itself', async (t) => {
+  const api = await limitedApp(t, { limiter: { leaseTtlSeconds: 30 } });
+  await api.setTier('anonymous', 100, 60, 1);
+  // An instance took a lease and died before releasing it.
+  await api.db.sql`select * from rate_decide(null, 'ip:192.0.2.1', 'anonymous', 1, 30, 0)`;
+  const blocked = await api.request('/v1');
+  t.equal(blocked.status, 429);
+  t.equal((await blocked.json()).code, 'Concurrency_limit_exceeded');
+  api.clock = 29;
+  t.equal((await api.request('/v1')).status, 429, 'still counted before its TTL');
+  api.clock = 31;
+  t.equal((await api.request('/v1')).status, 200, 'expired after its TTL');
+});
+
+t.test('a cap change applies at the next request', async (t) => {
+  const api = await limitedApp(t);
+  await api.setTier('anonymous', 100, 60, 1);
+  await api.db.sql`select * from rate_decide(null, 'ip:192.0.2.1', 'anonymous', 1, 30, 0)`;
+  t.equal((await api.request('/v1')).status, 429);
+  await api.setTier('anonymous', 100, 60, 2);
+  t.equal((await api.request('/v1')).status, 200);
+});
