@@ -91,6 +91,7 @@ async function startServers(selected: Scenario[], database: BenchDatabase, resou
 async function runScenarios(selected: Scenario[], running: Map<string, RunningServer>, database: BenchDatabase, options: LoadOptions): Promise<Row[]> {
   const rows: Row[] = [];
   for (const scenario of selected) {
+    if (options.signal?.aborted) break;
     log(`Measuring "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured`);
     const result = await measure(scenario, running.get(scenario.server)!, database, options).catch((error: Error) => error);
     if (result instanceof Error) log(`  failed: ${result.message}`);
@@ -120,8 +121,10 @@ async function main(): Promise<number> {
   const selected = scenarios.filter((scenario) => scenario.baseline || only === undefined || scenario.name.includes(only));
 
   const resources = new Resources();
+  const interrupted = new AbortController();
   const interrupt = (signal: NodeJS.Signals) => {
     log(`${signal}: stopping every process the bench started`);
+    interrupted.abort();
     void resources.close().then(() => process.exit(130));
   };
   process.once('SIGINT', interrupt);
@@ -131,7 +134,8 @@ async function main(): Promise<number> {
     resources.add(() => database.close());
     await ensureProducts(database, PRODUCTS, log);
     const running = await startServers(selected, database, resources);
-    const rows = await runScenarios(selected, running, database, options);
+    const rows = await runScenarios(selected, running, database, { ...options, signal: interrupted.signal });
+    if (interrupted.signal.aborted) return 130;
     console.log(`${describeRun(options)}\n\n${formatTable(rows)}`);
     return rows.some((row) => row.result instanceof Error) ? 1 : 0;
   } finally {

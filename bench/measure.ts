@@ -11,6 +11,8 @@ export interface LoadOptions {
   duration: number;
   /** Seconds of unmeasured traffic first: JIT, pool connections, caches. */
   warmup: number;
+  /** Aborted on Ctrl-C: the load stops at once. */
+  signal?: AbortSignal;
 }
 
 export interface Measurement {
@@ -36,7 +38,8 @@ async function backendPids(sql: Sql, local: boolean): Promise<number[]> {
 }
 
 async function runAutocannon(origin: string, load: Load, options: LoadOptions, seconds: number) {
-  return autocannon({
+  options.signal?.throwIfAborted();
+  const instance = autocannon({
     url: `${origin}${load.path ?? '/'}`,
     headers: load.headers,
     requests: load.requests,
@@ -44,6 +47,13 @@ async function runAutocannon(origin: string, load: Load, options: LoadOptions, s
     duration: seconds,
     timeout: 10,
   });
+  const stop = () => instance.stop();
+  options.signal?.addEventListener('abort', stop, { once: true });
+  try {
+    return await instance;
+  } finally {
+    options.signal?.removeEventListener('abort', stop);
+  }
 }
 
 /** Sends one request as the scenario would and fails when the status is not the expected one. */
