@@ -19,7 +19,7 @@ export function parseSeedArgs(args: string[]): [SeedTable, number][] {
     ({ values } = parseArgs({ args, options, strict: true, allowPositionals: false }) as { values: Record<string, string | undefined> });
   } catch (error) {
     // node's messages are long and name internals; keep the first sentence.
-    throw new UsageError(`Invalid arguments: ${(error as Error).message.split('. ')[0]}`);
+    throw new UsageError(`Invalid arguments: ${(error as Error).message.split(/\.(?:\s|$)/)[0]}`);
   }
   const counts: [SeedTable, number][] = [];
   for (const table of seedTables) {

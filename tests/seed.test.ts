@@ -2,6 +2,7 @@
 import t from 'tap';
 import type { Sql } from 'postgres';
 import { seedTable, seedTables, type SeedTable } from '../db/seed.ts';
+import { parseSeedArgs } from '../scripts/seed.ts';
 import { testDatabase } from './helpers/db.ts';
 
 const sizes: Record<SeedTable, number> = { products: 3_000, orders: 2_000, events: 5_000 };
@@ -65,4 +66,16 @@ t.test('events: many items share one timestamp', async (t) => {
   t.ok(row!.largest >= 50, `the largest burst has ${row!.largest} items on one timestamp`);
   t.ok(row!.shared_timestamps >= 10, `${row!.shared_timestamps} timestamps are shared`);
   t.ok(row!.items >= sizes.events / 10, `${row!.items} of ${sizes.events} items share their timestamp`);
+});
+
+t.test('npm run seed arguments: sizes per collection; anything else is one clear error', async (t) => {
+  t.same(parseSeedArgs(['--products', '1000000', '--events=5']), [['products', 1_000_000], ['events', 5]]);
+  t.same(parseSeedArgs(['--orders', '1_000']), [['orders', 1_000]]);
+  t.throws(() => parseSeedArgs([]), /Nothing to seed/);
+  t.throws(() => parseSeedArgs(['--users', '5']), /Unknown option '--users'/);
+  t.throws(() => parseSeedArgs(['--products']), /argument missing/);
+  t.throws(() => parseSeedArgs(['--products=-1']), /Invalid --products/);
+  t.throws(() => parseSeedArgs(['--products', '-1']), /^Invalid arguments: Option '--products' argument is ambiguous$/);
+  t.throws(() => parseSeedArgs(['--products', '1e6']), /Invalid --products/);
+  t.throws(() => parseSeedArgs(['products']), /Unexpected argument/);
 });
