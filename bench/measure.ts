@@ -56,6 +56,23 @@ async function runAutocannon(origin: string, load: Load, options: LoadOptions, s
   }
 }
 
+/**
+ * Waits until the server answers its ready path quickly: autocannon stops at the deadline, but the server
+ * still works through the requests it abandoned (a slow row leaves its whole pool busy), and the next row
+ * must not pay for them. Gives up quietly after a minute; the probe then reports what is wrong.
+ */
+async function settle(server: RunningServer, quickMs = 200, patienceMs = 60_000): Promise<void> {
+  const deadline = Date.now() + patienceMs;
+  while (Date.now() < deadline) {
+    const started = performance.now();
+    const ok = await fetch(`${server.origin}${server.variant.readyPath}`, { signal: AbortSignal.timeout(10_000) })
+      .then(async (response) => (await response.arrayBuffer(), response.ok))
+      .catch(() => false);
+    if (ok && performance.now() - started < quickMs) return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 /** Sends one request as the scenario would and fails when the status is not the expected one. */
 async function probe(origin: string, load: Load, expected: number): Promise<void> {
   const first = load.requests?.[0];
@@ -73,6 +90,7 @@ export async function measure(
   database: { sql: Sql; local: boolean },
   options: LoadOptions,
 ): Promise<Measurement> {
+  await settle(server);
   const load: Load = { path: scenario.path, headers: scenario.headers, requests: scenario.requests };
   Object.assign(load, await scenario.setup?.({ origin: server.origin, sql: database.sql }));
   await probe(server.origin, load, scenario.expectStatus ?? 200);
