@@ -55,6 +55,7 @@ function outputTail(child: ChildProcess): () => string {
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
+  child.on('error', (error) => keep(Buffer.from(`\n${error.message}`)));
   return () => tail.trim();
 }
 
