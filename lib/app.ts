@@ -7,7 +7,7 @@ import type { Config } from './config.ts';
 import { adminRoutes } from './admin.ts';
 import { ApiError, onError } from './errors.ts';
 import { issueKeyHandler } from './keys.ts';
-import { rateLimiter, type LimiterOptions } from './limiter-middleware.ts';
+import { rateLimiter, withTimeout, type LimiterOptions } from './limiter-middleware.ts';
 import type { Registry } from './registry.ts';
 
 export interface AppDeps {
@@ -36,7 +36,7 @@ export function buildApp(deps: AppDeps): Hono {
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
-    await database.sql`select 1`;
+    await withTimeout(database.sql`select 1`, 2500);
     return c.json({ status: 'ready' });
   });
 

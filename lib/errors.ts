@@ -122,6 +122,10 @@ const unavailableCodes = new Set([
 ]);
 
 export function isDatabaseUnavailable(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && unavailableCodes.has(code);
+  // Drizzle wraps the driver's error (DrizzleQueryError): look through the `cause` chain.
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && unavailableCodes.has(code)) return true;
+  }
+  return false;
 }

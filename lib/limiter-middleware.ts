@@ -42,7 +42,8 @@ function unavailable(): ApiError {
   return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** Rejects with a 503 `unavailable` when the database takes longer than `ms` (a quick answer, not a hang). */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(unavailable()), ms);
