@@ -33,6 +33,32 @@ export interface Scenario extends Load {
   baseline?: boolean;
 }
 
+/** The path and query of an absolute href from a chunk's links. */
+function pathOf(href: string): string {
+  const url = new URL(href);
+  return `${url.pathname}${url.search}`;
+}
+
+/**
+ * A request generator that walks a collection: each connection follows its previous chunk's `_links.next`,
+ * starting at `firstPath`. autocannon clears a connection's context when its request list wraps around,
+ * so the list holds `steps` requests: each connection starts over at the first chunk every `steps` chunks,
+ * or at once when a chunk has no next link.
+ */
+export function followNext(firstPath: string, options: { headers?: Record<string, string>; steps?: number } = {}): autocannon.Request[] {
+  const step: autocannon.Request = {
+    method: 'GET',
+    path: firstPath,
+    headers: options.headers,
+    setupRequest: (request, context) => ({ ...request, path: (context.next as string | undefined) ?? firstPath }),
+    onResponse: (status, body, context) => {
+      const href = status === 200 ? (JSON.parse(body) as { _links?: { next?: { href?: string } } })._links?.next?.href : undefined;
+      context.next = href === undefined ? undefined : pathOf(href);
+    },
+  };
+  return Array.from({ length: options.steps ?? 1_000 }, () => step);
+}
+
 // The operator token of the service processes the bench starts; they live only as long as the bench.
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
 
@@ -65,4 +91,19 @@ export const scenarios: Scenario[] = [
   { name: 'offset 900,000, count=none', server: 'service', path: '/v1/products?offset=900000&count=none' },
   { name: 'page 0, count=exact', server: 'service', path: '/v1/products?page=0&count=exact' },
   { name: 'page 0, count=estimated', server: 'service', path: '/v1/products?page=0&count=estimated' },
+  { name: 'first cursor chunk', server: 'service', path: '/v1/products?page-size=20' },
+  {
+    // A cursor the service issued at depth ~900,000: the next link of the since_id=900000 chunk,
+    // beside the offset row at the same depth.
+    name: 'cursor at ~900,000',
+    server: 'service',
+    setup: async ({ origin }) => {
+      const response = await fetch(`${origin}/v1/products?since_id=900000&page-size=20`);
+      const body = (await response.json()) as { _links?: { next?: { href: string } } };
+      const href = body._links?.next?.href;
+      if (!response.ok || !href) throw new Error(`since_id=900000 answered ${response.status} without a next link`);
+      const url = new URL(href);
+      return { path: `${url.pathname}${url.search}` };
+    },
+  },
 ];
