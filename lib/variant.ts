@@ -2,7 +2,7 @@
 import type { Database } from '../db/client.ts';
 import type { linkBuilder } from './chunk.ts';
 import { decodeCursor, type CursorPayload } from './cursor-token.ts';
-import { conflictingParameters, invalidParameter } from './errors.ts';
+import { conflictingParameters, invalidCursor, invalidParameter } from './errors.ts';
 import type { Filter } from './filters.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, SortKey, VariantName } from './registry.ts';
@@ -70,6 +70,8 @@ export function selectVariant(collection: Collection, params: QueryParams, curso
     reason = family.given;
   }
   if (!collection.variants.includes(variant)) {
+    // Only a forged or foreign cursor can name a variant the collection lacks.
+    if (cursor) throw invalidCursor(`it names ${variant} pagination, which ${collection.name} does not offer`);
     const names = reason.length > 0 ? reason : ['(none)'];
     throw conflictingParameters(names, `${collection.name} does not offer ${variant} pagination; it offers ${collection.variants.join(', ')}`);
   }

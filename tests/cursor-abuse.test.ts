@@ -103,7 +103,7 @@ t.test('garbage, forged and foreign cursors', async (t) => {
     const path = `/v1/products?cursor=${encodeCursor(SECRET, payload as never)}`;
     const { status, body: problem } = await app.json(path);
     t.equal(status, 400, JSON.stringify(payload));
-    t.ok(['invalid_cursor', 'invalid_parameter'].includes(problem.code), JSON.stringify(payload));
+    t.equal(problem.code, 'invalid_cursor', JSON.stringify(payload));
   }
   const oddTime: Record<string, unknown>[] = [
     { v: 'time', c: 'events', d: 'sideways', p: null, f: [] },
