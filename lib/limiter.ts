@@ -59,7 +59,7 @@ export async function decide(sql: Sql, input: DecisionInput): Promise<Decision> 
 
 /** Ends a concurrency lease; a lease that is never released stops counting at its expiry. */
 export async function releaseLease(sql: Sql, subject: string, leaseId: string): Promise<void> {
-  await sql`delete from rate_leases where subject = ${subject} and id = ${leaseId}`;
+  await sql`select rate_release(${subject}, ${leaseId})`;
 }
 
 /** Removes counters and leases that no longer count; -1 when another instance holds the lock. */
