@@ -107,3 +107,9 @@ export const scenarios: Scenario[] = [
     },
   },
 ];
+
+// The rate limiter's rows (bench/limiter-scenarios.ts): the chunk with the limiter off and on, one hot key
+// and many keys, and rate-limiter-flexible's Postgres store as the peer.
+import { limiterScenarios, limiterServers } from './limiter-scenarios.ts';
+servers.push(...limiterServers);
+scenarios.push(...limiterScenarios);

@@ -1,0 +1,59 @@
+// The rate limiter's rows of `npm run bench`: the same chunk with our limiter off and on (one hot key,
+// many keys) and, as the peer, behind rate-limiter-flexible's Postgres store. Compare the rows' ratios.
+import { createHash, randomBytes } from 'node:crypto';
+import type autocannon from 'autocannon';
+import type { Sql } from 'postgres';
+import type { ServerVariant } from './processes.ts';
+import type { Scenario } from './scenarios.ts';
+
+// Cost 1 with our rule (20 items, no count): both limiters charge one unit per request.
+const CHUNK = '/v1/products?count=none';
+const MANY = 1_000;
+
+const keyOf = (i: number) => `pck_${createHash('sha256').update(`bench-${i}`).digest('base64url').slice(0, 32)}`;
+
+/** Keys 0 … count-1 on a tier that never declines, so every row measures the check, not 429s. */
+async function insertKeys(sql: Sql, count: number): Promise<void> {
+  await sql`
+    insert into rate_tiers (name, allowance, window_seconds, concurrency)
+    values ('bench', 1000000000, 60, 1000)
+    on conflict (name) do update set allowance = excluded.allowance, concurrency = excluded.concurrency`;
+  const rows = Array.from({ length: count }, (_, i) => ({
+    id: `key_bench_${i}`,
+    key_hash: createHash('sha256').update(keyOf(i)).digest(),
+    prefix: keyOf(i).slice(0, 10),
+    tier: 'bench',
+  }));
+  await sql`insert into api_keys ${sql(rows)} on conflict (id) do nothing`;
+}
+
+/** Each request carries one of `count` keys, in turn. */
+function manyKeys(count: number): autocannon.Request[] {
+  let next = randomBytes(2).readUInt16BE() % count;
+  return [
+    {
+      method: 'GET',
+      path: CHUNK,
+      setupRequest: (request) => ({ ...request, headers: { authorization: `Bearer ${keyOf(next++ % count)}` } }),
+    },
+  ];
+}
+
+const hotKey = { authorization: `Bearer ${keyOf(0)}` };
+
+export const limiterServers: ServerVariant[] = [
+  { name: 'limiter off', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'off' }, readyPath: '/readyz' },
+  { name: 'peer (rlf Postgres)', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'peer' }, readyPath: '/readyz' },
+];
+
+export const limiterScenarios: Scenario[] = [
+  { name: 'limiter: chunk, limiter off', server: 'limiter off', path: CHUNK },
+  { name: 'limiter: chunk, ours, one hot key', server: 'service', path: CHUNK, headers: hotKey, setup: async ({ sql }) => insertKeys(sql, MANY) },
+  {
+    name: `limiter: chunk, ours, ${MANY} keys`,
+    server: 'service',
+    setup: async ({ sql }) => (await insertKeys(sql, MANY), { requests: manyKeys(MANY) }),
+  },
+  { name: 'limiter: chunk, peer, one hot key', server: 'peer (rlf Postgres)', path: CHUNK, headers: hotKey },
+  { name: `limiter: chunk, peer, ${MANY} keys`, server: 'peer (rlf Postgres)', setup: async () => ({ requests: manyKeys(MANY) }) },
+];

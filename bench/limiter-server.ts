@@ -1,0 +1,51 @@
+// Bench-only entry: the service with our rate limiter off (BENCH_LIMITER=off), or with the peer in its
+// place (BENCH_LIMITER=peer): rate-limiter-flexible's Postgres store in front of the same /v1 routes.
+import { createRequire } from 'node:module';
+import { serve } from '@hono/node-server';
+import type { MiddlewareHandler } from 'hono';
+import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { openDatabase } from '../db/client.ts';
+import { buildApp } from '../lib/app.ts';
+import { parseConfig } from '../lib/config.ts';
+import { demoRegistry } from '../lib/registry.ts';
+import { loadCursorSecret } from '../lib/secret.ts';
+
+// node-postgres comes with drizzle-orm; the peer's Postgres store wants a pg Pool.
+const { Pool } = createRequire(import.meta.url)('pg') as { Pool: new (options: object) => { end(): Promise<void> } };
+
+const mode = process.env.BENCH_LIMITER;
+if (mode !== 'off' && mode !== 'peer') throw new Error(`Invalid BENCH_LIMITER: expected off or peer, got "${mode}"`);
+const config = parseConfig(process.env);
+if (!config.databaseUrl) throw new Error('The bench gives every server a DATABASE_URL');
+const database = openDatabase(config.databaseUrl);
+const cursorSecret = await loadCursorSecret(database.db, config.cursorSecret);
+const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: false });
+
+/** The peer as its docs advise: one pooled client, consume() per request, the same headers as ours. */
+async function peerLimiter(): Promise<MiddlewareHandler> {
+  const pool = new Pool({ connectionString: config.databaseUrl, max: 10 });
+  const limiter = await new Promise<RateLimiterPostgres>((resolve, reject) => {
+    const created: RateLimiterPostgres = new RateLimiterPostgres(
+      { storeClient: pool, tableName: 'bench_rlflx', points: 1_000_000_000, duration: 60 },
+      (error?: Error) => (error ? reject(error) : resolve(created)),
+    );
+  });
+  return async function peer(c, next) {
+    const key = c.req.header('authorization') ?? c.env?.incoming?.socket?.remoteAddress ?? 'unknown';
+    let res: RateLimiterRes;
+    try {
+      res = await limiter.consume(key, 1);
+    } catch (rejected) {
+      if (!(rejected instanceof RateLimiterRes)) throw rejected;
+      return c.json({ code: 'Request_limit_exceeded' }, 429, { 'retry-after': String(Math.ceil(rejected.msBeforeNext / 1000)) });
+    }
+    await next();
+    c.header('x-ratelimit-limit', String(limiter.points));
+    c.header('x-ratelimit-remaining', String(res.remainingPoints));
+    c.header('x-ratelimit-reset', String(Math.ceil((Date.now() + res.msBeforeNext) / 1000)));
+  };
+}
+
+const entry = mode === 'peer' ? new (await import('hono')).Hono().use('/v1/*', await peerLimiter()).route('/', app) : app;
+const server = serve({ fetch: entry.fetch, port: config.port }, (info) => console.log(`Listening on ${info.port} (limiter ${mode})`));
+process.on('SIGTERM', () => server.close(() => void database.sql.end({ timeout: 5 }).then(() => process.exit(0))));
