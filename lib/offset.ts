@@ -1,9 +1,11 @@
 // Offset-based pagination (SPEC.md 2.1, 4.1): `limit` and `offset`, absolute positions.
-import { and } from 'drizzle-orm';
+import { and, asc, desc } from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { countItems, parseCountMode, type CountMode } from './count.ts';
 import { chunkResponse, type Links } from './chunk.ts';
 import { filterCondition } from './filters.ts';
 import { MAX_SAFE, parseInteger } from './params.ts';
+import { timestampText } from './registry.ts';
 import { orderBy } from './sort.ts';
 import type { ChunkRequest, Variant } from './variant.ts';
 
@@ -23,13 +25,28 @@ export async function fetchPositional(
 ): Promise<Positional> {
   const { collection, database, filters, sort } = request;
   const where = and(filterCondition(collection, filters));
-  const rows = database.db
-    .select(collection.selection)
+  // Skip rows in an inner query over raw columns, and format only the chunk's rows outside it:
+  // otherwise PostgreSQL formats every skipped row's timestamps too (4x slower at offset 900,000).
+  const raw = Object.fromEntries([...collection.fields].map(([name, field]) => [name, field.column]));
+  const chunk = database.db
+    .select(raw)
     .from(collection.table)
     .where(where)
     .orderBy(...orderBy(collection, sort))
     .limit(limit + 1)
-    .offset(offset);
+    .offset(offset)
+    .as('chunk');
+  const columns = chunk as unknown as Record<string, AnyPgColumn>;
+  const selection = Object.fromEntries(
+    [...collection.fields].map(([name, field]) => [
+      name,
+      field.type === 'timestamp' ? timestampText(columns[name]!).as(name) : columns[name]!,
+    ]),
+  );
+  const rows = database.db
+    .select(selection)
+    .from(chunk)
+    .orderBy(...sort.map((key) => (key.descending ? desc(columns[key.field]!) : asc(columns[key.field]!))));
   const [items, size] = await Promise.all([rows, countItems(database, collection, where, countMode)]);
   const more = items.length > limit;
   return { items: more ? items.slice(0, limit) : items, more, size };

@@ -31,8 +31,11 @@ t.test('SIGTERM drains an in-flight request, refuses new ones, then exits 0', as
   await reserved`begin`;
   await reserved`lock table products in access exclusive mode`;
   const inFlight = fetch(`http://127.0.0.1:${PORT}/v1/products?limit=5`);
-  const [{ waiting }] = await waitFor(() => db.sql`select count(*)::int as waiting from pg_locks where relation = 'products'::regclass and not granted`, (rows) => rows[0]!.waiting > 0);
-  t.ok(waiting > 0, 'the request waits on the lock');
+  const locks = await waitFor(
+    () => db.sql`select count(*)::int as waiting from pg_locks where relation = 'products'::regclass and not granted`,
+    (rows) => rows[0]!.waiting > 0,
+  );
+  t.ok(locks[0]!.waiting > 0, 'the request waits on the lock');
 
   child.kill('SIGTERM');
   await waitFor(async () => output, (text) => text.includes('SIGTERM'));
