@@ -9,6 +9,7 @@ import { hashKey, KEY_PREFIX } from './identity.ts';
 /** The tier a newly issued key starts in. */
 export const NEW_KEY_TIER = 'free';
 const MAX_NAME_LENGTH = 200;
+const MAX_BODY_LENGTH = 4096;
 
 /** A new key: the prefix and 32 base64url characters (192 random bits). */
 export function generateKey(): string {
@@ -19,6 +20,7 @@ export function generateKey(): string {
 async function readName(c: Context): Promise<string | undefined> {
   const text = await c.req.text();
   if (text.trim() === '') return undefined;
+  if (text.length > MAX_BODY_LENGTH) throw invalidParameter('body', `must be at most ${MAX_BODY_LENGTH} characters`);
   let body: unknown;
   try {
     body = JSON.parse(text);
