@@ -1,8 +1,7 @@
-// Keyset pagination shared by the cursor and time variants: the "after this position" condition, the
-// chunk query, page size, the filters a cursor binds, and links that carry only page-size and cursor.
+// What the keyset variants (cursor, time) share: the "after this position" SQL, the chunk query, bound filters, links.
 import { and, sql, type SQL } from 'drizzle-orm';
-import { linkBuilder } from './chunk.ts';
 import type { Database } from '../db/client.ts';
+import { linkBuilder } from './chunk.ts';
 import { encodeCursor, type CursorPayload } from './cursor-token.ts';
 import { ApiError, invalidCursor } from './errors.ts';
 import { filterCondition, filterParam, parseFilters, type Filter } from './filters.ts';
@@ -38,6 +37,7 @@ export function isKeyValue(type: FieldType, value: unknown): value is KeyValue {
   }
 }
 
+/** Consecutive sort keys of one direction: one row comparison. */
 interface Group {
   readonly columns: SQL[];
   readonly values: SQL[];
@@ -68,7 +68,7 @@ function past(groups: readonly Group[]): SQL {
  * first key still bounds the scan.
  */
 export function afterPosition(collection: Collection, keys: readonly SortKey[], position: readonly KeyValue[]): SQL {
-  const groups: { columns: SQL[]; values: SQL[]; descending: boolean }[] = [];
+  const groups: Group[] = [];
   keys.forEach((key, at) => {
     const field = collection.fields.get(key.field)!;
     const column = sql`${field.column}`;
