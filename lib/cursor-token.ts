@@ -4,7 +4,8 @@ import { invalidCursor } from './errors.ts';
 import type { VariantName } from './registry.ts';
 
 const VERSION = 'v1';
-const MAX_LENGTH = 4096;
+// Cursors carry their filters; a 100-value `in` filter must still fit (Node caps a URL at 16 KiB anyway).
+const MAX_LENGTH = 16384;
 
 /** What every cursor carries; each keyset variant adds its own fields. */
 export interface CursorPayload {
