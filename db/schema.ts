@@ -128,16 +128,20 @@ export const rateCounters = pgTable(
 );
 
 /**
- * Concurrency leases: one row per in-flight request of a subject, deleted when the request ends.
- * A lease left behind by an instance that died mid-request stops counting at `expires_at` (Unix
- * seconds, database clock). The primary key (subject, id) serves both the count and the release.
+ * Concurrency leases, as slots: a subject holds at most `concurrency` rows, one per slot, each busy while
+ * `expires_at` (Unix seconds, database clock) is in the future. Taking a slot and ending a request both
+ * update a row in place (HOT, no index entry, no dead row for every request); `token` grows with every
+ * lease, so a late release never frees a slot that was taken again after its lease expired. A lease left
+ * behind by an instance that died mid-request stops counting at `expires_at`. The primary key serves the
+ * count, the taking and the release.
  */
-export const rateLeases = pgTable(
-  'rate_leases',
+export const rateSlots = pgTable(
+  'rate_slots',
   {
     subject: text('subject').notNull(),
-    id: bigint('id', { mode: 'number' }).notNull().generatedAlwaysAsIdentity(),
+    slot: integer('slot').notNull(),
+    token: bigint('token', { mode: 'number' }).notNull(),
     expiresAt: doublePrecision('expires_at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.subject, t.id] })],
+  (t) => [primaryKey({ columns: [t.subject, t.slot] })],
 );

@@ -115,14 +115,19 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     try {
       await next();
     } finally {
-      if (decision.leaseId !== undefined) {
+      if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease.
-        await withTimeout(releaseLease(sql, decision.subject, decision.leaseId), timeoutMs).catch((error) => {
+        await withTimeout(releaseLease(sql, decision.subject, decision.lease), timeoutMs).catch((error) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
         });
       }
     }
-    // Handlers may return a plain Response that does not carry the headers set above.
-    for (const [name, value] of Object.entries(headers)) c.header(name, value);
+    // Handlers may return a plain Response that does not carry the headers set above. Set them on it in
+    // place: c.header() on a finished response would copy it into a streamed one, which costs far more.
+    try {
+      for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+    } catch {
+      for (const [name, value] of Object.entries(headers)) c.header(name, value); // immutable headers
+    }
   };
 }

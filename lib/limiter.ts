@@ -32,7 +32,14 @@ export interface Decision {
   readonly retryAfter: number;
   /** floor(database now), Unix seconds. */
   readonly now: number;
-  readonly leaseId: string | undefined;
+  /** The concurrency lease this request holds, to be released when it ends. */
+  readonly lease: Lease | undefined;
+}
+
+/** A slot of the subject's concurrency cap, and the token of this request's hold on it. */
+export interface Lease {
+  readonly slot: number;
+  readonly token: string;
 }
 
 /** The one statement of a decision: key and tier lookup, the window, the lease and the charge. */
@@ -53,16 +60,16 @@ export async function decide(sql: Sql, input: DecisionInput): Promise<Decision> 
     reset: Number(row.reset),
     retryAfter: Number(row.retry_after),
     now: Number(row.now_second),
-    leaseId: row.lease_id === null ? undefined : String(row.lease_id),
+    lease: row.lease_slot === null ? undefined : { slot: Number(row.lease_slot), token: String(row.lease_token) },
   };
 }
 
 /** Ends a concurrency lease; a lease that is never released stops counting at its expiry. */
-export async function releaseLease(sql: Sql, subject: string, leaseId: string): Promise<void> {
-  await sql`select rate_release(${subject}, ${leaseId})`;
+export async function releaseLease(sql: Sql, subject: string, lease: Lease): Promise<void> {
+  await sql`select rate_release(${subject}, ${lease.slot}, ${lease.token})`;
 }
 
-/** Removes counters and leases that no longer count; -1 when another instance holds the lock. */
+/** Removes counters that no longer count and free slots; -1 when another instance holds the lock. */
 export async function housekeep(sql: Sql, clockOffset = 0): Promise<number> {
   const [row] = await sql`select rate_housekeep(${clockOffset}) as removed`;
   return Number(row?.removed ?? 0);

@@ -1,6 +1,7 @@
 // The concurrency cap: in-flight requests per client, exact; leases left behind expire by themselves.
 import postgres from 'postgres';
 import t from 'tap';
+import { releaseLease } from '../lib/limiter.ts';
 import { limitedApp, limits } from './helpers/limiter.ts';
 
 t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases released after', async (t) => {
@@ -16,7 +17,7 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
   const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
   // Wait until both hold a lease (they are then blocked on the lock).
   for (let i = 0; i < 100; i++) {
-    const [row] = await api.db.sql`select count(*)::int as n from rate_leases`;
+    const [row] = await api.db.sql`select count(*)::int as n from rate_slots where expires_at > extract(epoch from clock_timestamp())`;
     if (row!.n === 2) break;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -33,7 +34,7 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
   reserved.release();
   const served = await Promise.all(inFlight);
   t.same(served.map((res) => res.status), [200, 200]);
-  const [row] = await api.db.sql`select count(*)::int as n from rate_leases`;
+  const [row] = await api.db.sql`select count(*)::int as n from rate_slots where expires_at > extract(epoch from clock_timestamp())`;
   t.equal(row!.n, 0, 'every lease was released');
   t.equal((await api.request('/v1/products?count=none')).status, 200, 'the cap is free again');
 });
@@ -58,5 +59,23 @@ t.test('a cap change applies at the next request', async (t) => {
   await api.db.sql`select * from rate_decide(null, 'ip:192.0.2.1', 'anonymous', 1, 30, 0)`;
   t.equal((await api.request('/v1')).status, 429);
   await api.setTier('anonymous', 100, 60, 2);
+  t.equal((await api.request('/v1')).status, 200);
+});
+
+t.test('a late release never frees a slot that another request took after the lease expired', async (t) => {
+  const api = await limitedApp(t);
+  await api.setTier('anonymous', 100, 60, 1);
+  const take = async (offset: number) => {
+    const [row] = await api.db.sql`select * from rate_decide(null, 'ip:192.0.2.1', 'anonymous', 1, 30, ${offset})`;
+    t.equal(row!.outcome, 'ok');
+    return { slot: row!.lease_slot as number, token: String(row!.lease_token) };
+  };
+  const first = await take(0);
+  const second = await take(31); // the first lease has expired: its slot is taken again
+  t.equal(second.slot, first.slot);
+  await releaseLease(api.db.sql, 'ip:192.0.2.1', first); // the first request ends late
+  api.clock = 31;
+  t.equal((await api.request('/v1')).status, 429, 'the second lease still holds the slot');
+  await releaseLease(api.db.sql, 'ip:192.0.2.1', second);
   t.equal((await api.request('/v1')).status, 200);
 });

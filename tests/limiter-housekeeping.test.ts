@@ -4,27 +4,29 @@ import t from 'tap';
 import { housekeep } from '../lib/limiter.ts';
 import { limitedApp } from './helpers/limiter.ts';
 
-async function rows(sql: postgres.Sql): Promise<{ counters: number; leases: number }> {
+async function rows(sql: postgres.Sql): Promise<{ counters: number; slots: number }> {
   const [row] = await sql`
-    select (select count(*)::int from rate_counters) as counters, (select count(*)::int from rate_leases) as leases`;
-  return { counters: row!.counters, leases: row!.leases };
+    select (select count(*)::int from rate_counters) as counters, (select count(*)::int from rate_slots) as slots`;
+  return { counters: row!.counters, slots: row!.slots };
 }
 
-t.test('only rows that no longer count are removed', async (t) => {
+t.test('only counters that no longer count and free slots are removed', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 100, 10, 4);
   for (let i = 0; i < 20; i++) await api.request('/v1', { address: `198.51.100.${i}` });
   await api.request('/v1/keys', { method: 'POST' }); // a registration counter, one hour long
   await api.db.sql`select * from rate_decide(null, 'ip:203.0.113.1', 'anonymous', 1, 5, 0)`; // a lease left behind
-  t.same(await rows(api.db.sql), { counters: 22, leases: 1 });
+  // One slot per client: 21 freed when their requests ended, one still held.
+  t.same(await rows(api.db.sql), { counters: 22, slots: 22 });
 
-  t.equal(await housekeep(api.db.sql, 0), 0, 'nothing has expired yet');
-  t.equal(await housekeep(api.db.sql, 6), 1, 'the lease expires after its TTL');
+  t.equal(await housekeep(api.db.sql, 0), 21, 'the free slots go; no counter has expired yet');
+  t.same(await rows(api.db.sql), { counters: 22, slots: 1 });
+  t.equal(await housekeep(api.db.sql, 6), 1, 'the lease left behind goes after its TTL');
   t.equal(await housekeep(api.db.sql, 12), 21, 'anonymous counters expire after bucket + window');
-  t.same(await rows(api.db.sql), { counters: 1, leases: 0 }, 'the registration counter still counts');
+  t.same(await rows(api.db.sql), { counters: 1, slots: 0 }, 'the registration counter still counts');
   const res = await api.request('/v1/keys', { method: 'POST' });
   t.equal(res.headers.get('x-ratelimit-remaining'), '3', 'and it was kept');
-  t.equal(await housekeep(api.db.sql, 3700), 1);
+  t.equal(await housekeep(api.db.sql, 3700), 2, 'both registration counters and the free slot');
 });
 
 t.test('one instance at a time: the others skip while the lock is held', async (t) => {

@@ -1,0 +1,189 @@
+-- Concurrency leases as slots (rate_slots, see db/schema.ts): taking and releasing a lease update a
+-- row in place instead of inserting and deleting one per request. rate_decide returns the slot and its
+-- token; rate_release frees the slot only if it still holds that lease.
+
+-- Updated on every request, like the counters: room for HOT updates; vacuumed early.
+ALTER TABLE "rate_slots" SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 200);
+--> statement-breakpoint
+DROP FUNCTION IF EXISTS rate_release(text, bigint);
+--> statement-breakpoint
+DROP FUNCTION IF EXISTS rate_decide(bytea, text, text, integer, integer, double precision);
+--> statement-breakpoint
+-- Ends a lease. It does not wait for the WAL flush: a release lost in a crash only leaves a lease that
+-- stops counting at its expiry, and a synchronous commit here would cost a disk flush per request.
+CREATE FUNCTION rate_release(p_subject text, p_slot integer, p_token bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  UPDATE rate_slots s SET expires_at = extract(epoch FROM clock_timestamp())
+    WHERE s.subject = p_subject AND s.slot = p_slot AND s.token = p_token;
+END
+$$;
+--> statement-breakpoint
+-- One rate-limit decision, in one statement (one round trip):
+--   1. the key (by the SHA-256 of its text) and its tier, or the IP subject and its tier;
+--   2. under a per-subject advisory lock, with `now` from the database clock taken after the lock:
+--      the units of the subject's buckets that still count, and whether this request's cost fits;
+--   3. the concurrency lease (a slot of rate_slots), when a cap applies;
+--   4. the charge: an upsert of the current bucket.
+-- Bucketed sliding window, exact for its rule: with bucket length b = max(1, floor(W / 60)) seconds,
+-- a unit served at time u in the bucket starting at s = floor(u / b) * b counts until exactly
+-- s + b + W (an integer second), which is at least u + W. A request is admitted iff the units that
+-- still count plus its cost fit the allowance; so no interval of W seconds ever holds more than the
+-- allowance of served units. Declined requests write nothing.
+-- p_clock_offset moves the database clock for tests only; the service always passes 0.
+CREATE FUNCTION rate_decide(
+  p_key_hash bytea,
+  p_ip_subject text,
+  p_ip_tier text,
+  p_cost integer,
+  p_lease_ttl integer,
+  p_clock_offset double precision DEFAULT 0
+) RETURNS TABLE (
+  outcome text,
+  subject text,
+  tier text,
+  key_id text,
+  allowance integer,
+  window_seconds integer,
+  remaining bigint,
+  reset bigint,
+  retry_after bigint,
+  now_second bigint,
+  lease_slot integer,
+  lease_token bigint
+)
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+  v_outcome text := 'ok';
+  v_subject text;
+  v_tier text;
+  v_key_id text;
+  v_allowance integer;
+  v_window integer;
+  v_concurrency integer;
+  v_cost integer;
+  v_now double precision;
+  v_bucket integer;
+  v_start bigint;
+  v_used bigint;
+  v_latest bigint;
+  v_inflight bigint;
+  v_reset bigint;
+  v_free integer;
+  v_last_slot integer;
+  v_slot integer;
+  v_token bigint;
+BEGIN
+  IF p_key_hash IS NOT NULL THEN
+    SELECT k.id, k.tier INTO v_key_id, v_tier
+      FROM api_keys k WHERE k.key_hash = p_key_hash AND k.revoked_at IS NULL;
+    IF FOUND THEN
+      v_subject := 'key:' || v_key_id;
+    ELSE
+      -- An unknown or revoked key is a 401, counted against the IP (API.md).
+      v_outcome := 'invalid_key';
+      v_key_id := NULL;
+    END IF;
+  END IF;
+  IF v_subject IS NULL THEN
+    v_subject := p_ip_subject;
+    v_tier := p_ip_tier;
+  END IF;
+  SELECT t.allowance, t.window_seconds, t.concurrency INTO v_allowance, v_window, v_concurrency
+    FROM rate_tiers t WHERE t.name = v_tier;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'Rate tier % does not exist', v_tier;
+  END IF;
+  -- A request never costs more than its tier's whole allowance (API.md), so it always fits eventually.
+  v_cost := least(greatest(p_cost, 1), v_allowance);
+
+  -- Hot keys: do not wait for the WAL flush while other requests of the subject queue on the lock.
+  -- A crash can lose the last few milliseconds of charges; nothing else (NOTES.md, "Hot rows").
+  PERFORM set_config('synchronous_commit', 'off', true);
+  -- Serialise the decisions of one subject across all instances; released at commit, after the
+  -- charge is visible to the next holder. A hash collision only serialises two subjects more.
+  PERFORM pg_advisory_xact_lock(hashtextextended(v_subject, 0));
+  v_now := extract(epoch FROM clock_timestamp()) + p_clock_offset;
+  v_bucket := greatest(1, v_window / 60);
+  v_start := floor(v_now / v_bucket)::bigint * v_bucket;
+
+  SELECT coalesce(sum(c.units), 0), max(c.expires_at) INTO v_used, v_latest
+    FROM rate_counters c WHERE c.subject = v_subject AND c.expires_at > v_now;
+
+  IF v_used + v_cost > v_allowance THEN
+    -- Exceeded: Reset is the first second at which enough units have stopped counting for this
+    -- cost to fit; Retry-After points exactly there.
+    SELECT min(x.expires_at) INTO v_reset FROM (
+      SELECT c.expires_at, sum(c.units) OVER (ORDER BY c.expires_at) AS freed
+        FROM rate_counters c WHERE c.subject = v_subject AND c.expires_at > v_now
+    ) x WHERE v_used - x.freed + v_cost <= v_allowance;
+    RETURN QUERY SELECT 'rate'::text, v_subject, v_tier, v_key_id, v_allowance, v_window,
+      greatest(v_allowance - v_used, 0), v_reset, v_reset - floor(v_now)::bigint,
+      floor(v_now)::bigint, NULL::integer, NULL::bigint;
+    RETURN;
+  END IF;
+
+  IF p_lease_ttl > 0 AND v_outcome = 'ok' THEN
+    SELECT count(*) FILTER (WHERE s.expires_at > v_now), min(s.slot) FILTER (WHERE s.expires_at <= v_now),
+           coalesce(max(s.slot), 0)
+      INTO v_inflight, v_free, v_last_slot
+      FROM rate_slots s WHERE s.subject = v_subject;
+    IF v_inflight >= v_concurrency THEN
+      -- Over the cap: declined, nothing charged; Reset keeps its success meaning.
+      RETURN QUERY SELECT 'concurrency'::text, v_subject, v_tier, v_key_id, v_allowance, v_window,
+        v_allowance - v_used, coalesce(v_latest, floor(v_now)::bigint), 1::bigint, floor(v_now)::bigint,
+        NULL::integer, NULL::bigint;
+      RETURN;
+    END IF;
+    -- Reuse a free slot in place; only a subject's first requests (or the first after housekeeping
+    -- removed its free slots) insert one. Only this function inserts slots, under the subject's lock.
+    IF v_free IS NOT NULL THEN
+      UPDATE rate_slots s SET token = s.token + 1, expires_at = v_now + p_lease_ttl
+        WHERE s.subject = v_subject AND s.slot = v_free
+        RETURNING s.slot, s.token INTO v_slot, v_token;
+    END IF;
+    IF v_slot IS NULL THEN -- no free slot, or housekeeping removed it meanwhile
+      INSERT INTO rate_slots AS s (subject, slot, token, expires_at)
+        VALUES (v_subject, v_last_slot + 1, 1, v_now + p_lease_ttl)
+        ON CONFLICT ON CONSTRAINT rate_slots_subject_slot_pk
+        DO UPDATE SET token = s.token + 1, expires_at = excluded.expires_at
+        RETURNING s.slot, s.token INTO v_slot, v_token;
+    END IF;
+  END IF;
+
+  INSERT INTO rate_counters AS c (subject, bucket_start, units, expires_at)
+    VALUES (v_subject, v_start, v_cost, v_start + v_bucket + v_window)
+    ON CONFLICT ON CONSTRAINT rate_counters_subject_bucket_start_pk
+    DO UPDATE SET units = c.units + excluded.units, expires_at = greatest(c.expires_at, excluded.expires_at);
+  -- Success: Reset is the second at which the whole allowance is back (the last counted unit expires).
+  v_reset := greatest(v_latest, v_start + v_bucket + v_window);
+  RETURN QUERY SELECT v_outcome, v_subject, v_tier, v_key_id, v_allowance, v_window,
+    v_allowance - v_used - v_cost, v_reset, 0::bigint, floor(v_now)::bigint, v_slot, v_token;
+END
+$$;
+--> statement-breakpoint
+-- Housekeeping, run now and then by whichever instance gets the lock (no separate process): drops
+-- counters that no longer count and slots that are free. Returns the rows removed, or -1 when another
+-- instance is already at it.
+CREATE OR REPLACE FUNCTION rate_housekeep(p_clock_offset double precision DEFAULT 0)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_now double precision;
+  v_counters bigint;
+  v_slots bigint;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(7204119003) THEN
+    RETURN -1;
+  END IF;
+  v_now := extract(epoch FROM clock_timestamp()) + p_clock_offset;
+  DELETE FROM rate_counters c WHERE c.expires_at <= v_now;
+  GET DIAGNOSTICS v_counters = ROW_COUNT;
+  DELETE FROM rate_slots s WHERE s.expires_at <= v_now;
+  GET DIAGNOSTICS v_slots = ROW_COUNT;
+  RETURN v_counters + v_slots;
+END
+$$;
