@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import { requestCost } from './cost.ts';
 import { ApiError, isDatabaseUnavailable } from './errors.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
-import { decide, housekeep, rateLimitHeaders, releaseLease, type Decision } from './limiter.ts';
+import { decide, groupReleaser, housekeep, rateLimitHeaders, type Decision } from './limiter.ts';
 import { rawQueryOf } from './params.ts';
 import type { Registry } from './registry.ts';
 
@@ -65,6 +65,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
   const housekeepingMs = options.housekeepingMs ?? 10_000;
   // The instance's clock only schedules housekeeping; every decision uses the database clock.
   let lastHousekeeping = performance.now();
+  const release = groupReleaser(sql);
 
   function offerHousekeeping(): void {
     if (housekeepingMs <= 0 || performance.now() - lastHousekeeping < housekeepingMs) return;
@@ -117,7 +118,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     } finally {
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease.
-        await withTimeout(releaseLease(sql, decision.subject, decision.lease), timeoutMs).catch((error) => {
+        await withTimeout(release(decision.subject, decision.lease), timeoutMs).catch((error) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
         });
       }

@@ -69,6 +69,41 @@ export async function releaseLease(sql: Sql, subject: string, lease: Lease): Pro
   await sql`select rate_release(${subject}, ${lease.slot}, ${lease.token})`;
 }
 
+/**
+ * Group release: a lease ends with one statement for all the leases of this instance that ended while
+ * the previous statement was in flight. Each caller still waits until its own lease is released (so a
+ * client's next request never meets its previous one), at most about two round trips; under load many
+ * requests share one statement.
+ */
+export function groupReleaser(sql: Sql): (subject: string, lease: Lease) => Promise<void> {
+  type Pending = { subject: string; lease: Lease; done: (error?: unknown) => void };
+  let waiting: Pending[] = [];
+  let inFlight = false;
+
+  async function flush(): Promise<void> {
+    inFlight = true;
+    while (waiting.length > 0) {
+      const batch = waiting;
+      waiting = [];
+      try {
+        await sql`select rate_release_many(${batch.map((p) => p.subject)}::text[], ${batch.map((p) => p.lease.slot)}::int[],
+                                           ${batch.map((p) => p.lease.token)}::bigint[])`;
+        for (const p of batch) p.done();
+      } catch (error) {
+        for (const p of batch) p.done(error);
+      }
+    }
+    inFlight = false;
+  }
+
+  return function release(subject, lease) {
+    return new Promise<void>((resolve, reject) => {
+      waiting.push({ subject, lease, done: (error) => (error === undefined ? resolve() : reject(error)) });
+      if (!inFlight) void flush();
+    });
+  };
+}
+
 /** Removes counters that no longer count and free slots; -1 when another instance holds the lock. */
 export async function housekeep(sql: Sql, clockOffset = 0): Promise<number> {
   const [row] = await sql`select rate_housekeep(${clockOffset}) as removed`;

@@ -1,7 +1,7 @@
 // The concurrency cap: in-flight requests per client, exact; leases left behind expire by themselves.
 import postgres from 'postgres';
 import t from 'tap';
-import { releaseLease } from '../lib/limiter.ts';
+import { groupReleaser, releaseLease } from '../lib/limiter.ts';
 import { limitedApp, limits } from './helpers/limiter.ts';
 
 t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases released after', async (t) => {
@@ -78,4 +78,23 @@ t.test('a late release never frees a slot that another request took after the le
   t.equal((await api.request('/v1')).status, 429, 'the second lease still holds the slot');
   await releaseLease(api.db.sql, 'ip:192.0.2.1', second);
   t.equal((await api.request('/v1')).status, 200);
+});
+
+t.test('leases that end together are released together, each caller waiting for its own', async (t) => {
+  const api = await limitedApp(t);
+  const leases = [];
+  for (let i = 0; i < 20; i++) {
+    const [row] = await api.db.sql`select * from rate_decide(null, ${`ip:198.51.100.${i}`}, 'anonymous', 1, 30, 0)`;
+    leases.push({ subject: row!.subject as string, lease: { slot: row!.lease_slot as number, token: String(row!.lease_token) } });
+  }
+  let statements = 0;
+  const counted = ((strings: TemplateStringsArray, ...values: unknown[]) => {
+    statements++;
+    return (api.db.sql as unknown as (s: TemplateStringsArray, ...v: unknown[]) => unknown)(strings, ...values);
+  }) as unknown as typeof api.db.sql;
+  const release = groupReleaser(counted);
+  await Promise.all(leases.map(({ subject, lease }) => release(subject, lease)));
+  t.ok(statements <= 2, `20 releases in ${statements} statements`);
+  const [row] = await api.db.sql`select count(*)::int as n from rate_slots where expires_at > extract(epoch from clock_timestamp())`;
+  t.equal(row!.n, 0, 'every lease was released');
 });
