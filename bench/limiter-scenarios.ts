@@ -1,5 +1,6 @@
 // The rate limiter's rows of `npm run bench`: the same chunk with our limiter off and on (one hot key,
-// many keys) and, as the peer, behind rate-limiter-flexible's Postgres store. Compare the rows' ratios.
+// many keys; with and without the concurrency cap) and, as the peer, behind rate-limiter-flexible's
+// Postgres store (a fixed window, no cap). Compare the rows' ratios.
 import { createHash, randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 import type { Sql } from 'postgres';
@@ -43,6 +44,7 @@ const hotKey = { authorization: `Bearer ${keyOf(0)}` };
 
 export const limiterServers: ServerVariant[] = [
   { name: 'limiter off', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'off' }, readyPath: '/readyz' },
+  { name: 'ours, no cap', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'rate-only' }, readyPath: '/readyz' },
   { name: 'peer (rlf Postgres)', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'peer' }, readyPath: '/readyz' },
 ];
 
@@ -54,6 +56,9 @@ export const limiterScenarios: Scenario[] = [
     server: 'service',
     setup: async ({ sql }) => (await insertKeys(sql, MANY), { requests: manyKeys(MANY) }),
   },
+  // Our rate limit without the concurrency cap: one statement per request, like the peer.
+  { name: 'limiter: chunk, ours w/o cap, one hot key', server: 'ours, no cap', path: CHUNK, headers: hotKey, setup: async ({ sql }) => insertKeys(sql, MANY) },
+  { name: `limiter: chunk, ours w/o cap, ${MANY} keys`, server: 'ours, no cap', setup: async ({ sql }) => (await insertKeys(sql, MANY), { requests: manyKeys(MANY) }) },
   { name: 'limiter: chunk, peer, one hot key', server: 'peer (rlf Postgres)', path: CHUNK, headers: hotKey },
   { name: `limiter: chunk, peer, ${MANY} keys`, server: 'peer (rlf Postgres)', setup: async () => ({ requests: manyKeys(MANY) }) },
 ];

@@ -1,5 +1,6 @@
-// Bench-only entry: the service with our rate limiter off (BENCH_LIMITER=off), or with the peer in its
-// place (BENCH_LIMITER=peer): rate-limiter-flexible's Postgres store in front of the same /v1 routes.
+// Bench-only entry: the service with our rate limiter off (BENCH_LIMITER=off), with our rate limit but no
+// concurrency cap (BENCH_LIMITER=rate-only: one statement per request, like the peer), or with the peer
+// in its place (BENCH_LIMITER=peer): rate-limiter-flexible's Postgres store in front of the same routes.
 import { createRequire } from 'node:module';
 import { serve } from '@hono/node-server';
 import type { MiddlewareHandler } from 'hono';
@@ -14,12 +15,16 @@ import { loadCursorSecret } from '../lib/secret.ts';
 const { Pool } = createRequire(import.meta.url)('pg') as { Pool: new (options: object) => { end(): Promise<void> } };
 
 const mode = process.env.BENCH_LIMITER;
-if (mode !== 'off' && mode !== 'peer') throw new Error(`Invalid BENCH_LIMITER: expected off or peer, got "${mode}"`);
+if (mode !== 'off' && mode !== 'rate-only' && mode !== 'peer') {
+  throw new Error(`Invalid BENCH_LIMITER: expected off, rate-only or peer, got "${mode}"`);
+}
 const config = parseConfig(process.env);
 if (!config.databaseUrl) throw new Error('The bench gives every server a DATABASE_URL');
 const database = openDatabase(config.databaseUrl);
 const cursorSecret = await loadCursorSecret(database.db, config.cursorSecret);
-const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: false });
+// rate-only: no lease is taken (leaseTtlSeconds 0), so no release either.
+const rateLimit = mode === 'rate-only' ? { leaseTtlSeconds: 0 } : false;
+const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit });
 
 /** The peer as its docs advise: one pooled client, consume() per request, the same headers as ours. */
 async function peerLimiter(): Promise<MiddlewareHandler> {
