@@ -8,10 +8,7 @@ import t from 'tap';
 import { startEmbedded } from '../db/embedded.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { seedTable } from '../db/seed.ts';
-import { startServer } from './helpers/servers.ts';
-
-const PG_PORT = 4231;
-const APP_PORT = 4232;
+import { freePort, startServer } from './helpers/servers.ts';
 
 interface Sample {
   readonly status: number;
@@ -20,9 +17,10 @@ interface Sample {
 }
 
 t.test('503 while the database is away, served again when it is back', async (t) => {
+  const [pgPort, appPort] = [await freePort(), await freePort()];
   const dataDir = await mkdtemp(path.join(tmpdir(), 'limiter-db-down-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  let pg = await startEmbedded({ dataDir, port: PG_PORT });
+  let pg = await startEmbedded({ dataDir, port: pgPort });
   t.teardown(() => pg.stop());
   await runMigrations(pg.url);
   const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
@@ -32,7 +30,7 @@ t.test('503 while the database is away, served again when it is back', async (t)
   await sql`update rate_tiers set allowance = 1000000, concurrency = 1000 where name = 'anonymous'`;
   await sql.end();
 
-  const server = await startServer(t, APP_PORT, { DATABASE_URL: pg.url });
+  const server = await startServer(t, appPort, { DATABASE_URL: pg.url });
   const samples: { phase: string; path: string; sample: Sample }[] = [];
   let phase = 'up';
   let running = true;
@@ -71,7 +69,7 @@ t.test('503 while the database is away, served again when it is back', async (t)
   t.ok(down.some((s) => s.path === '/readyz'), '/readyz is 503 as well');
   t.equal(server.child.exitCode, null, 'the server did not crash');
 
-  pg = await startEmbedded({ dataDir, port: PG_PORT });
+  pg = await startEmbedded({ dataDir, port: pgPort });
   phase = 'back';
   const backStart = samples.length;
   t.ok(

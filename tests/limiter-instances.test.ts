@@ -7,7 +7,7 @@ import { hashKey } from '../lib/identity.ts';
 import { generateKey } from '../lib/keys.ts';
 import { testDatabase } from './helpers/db.ts';
 import { ADMIN_TOKEN } from './helpers/limiter.ts';
-import { startServer, type ServerProcess } from './helpers/servers.ts';
+import { freePort, startServer, type ServerProcess } from './helpers/servers.ts';
 
 const CLIENTS = 64;
 
@@ -38,7 +38,8 @@ t.test('three instances, one database', async (t) => {
   await seedTable(db.sql, 'orders', 50);
   await seedTable(db.sql, 'events', 50);
   const env = { DATABASE_URL: db.url, ADMIN_TOKEN };
-  const servers = await Promise.all([4211, 4212, 4213].map((port) => startServer(t, port, env)));
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const servers = await Promise.all(ports.map((port) => startServer(t, port, env)));
   const [a, b, c] = servers as [ServerProcess, ServerProcess, ServerProcess];
   const adminCall = (server: ServerProcess, method: string, path: string, body: unknown) =>
     fetch(`${server.url}${path}`, {

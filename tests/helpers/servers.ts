@@ -1,8 +1,36 @@
 // Real server processes (server.ts) on one database, for tests across instances.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
+
+const PORTS = { first: 4200, last: 4299 } as const;
+const handedOut = new Set<number>();
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, () => probe.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free port in our range (4200-4299), tried from a random start so that test files running at the
+ * same time rarely probe the same one; never the same port twice in one process.
+ */
+export async function freePort(): Promise<number> {
+  const count = PORTS.last - PORTS.first + 1;
+  const start = Math.floor(Math.random() * count);
+  for (let i = 0; i < count; i++) {
+    const port = PORTS.first + ((start + i) % count);
+    if (handedOut.has(port) || !(await isFree(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`No free port from ${PORTS.first} to ${PORTS.last}`);
+}
 
 export interface ServerProcess {
   readonly url: string;
