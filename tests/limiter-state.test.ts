@@ -69,7 +69,7 @@ t.test('exceeded → within allowance when the clock reaches Reset', async (t) =
   t.equal(declined.status, 429);
   const { reset } = limits(declined);
   // Just before Reset: still exceeded.
-  api.clock = reset - 0.4 - (await dbNow(api.db));
+  api.clock = reset - 0.8 - (await dbNow(api.db));
   t.equal((await api.request('/v1')).status, 429, 'before Reset: declined');
   // At Reset: restored.
   api.clock = reset - (await dbNow(api.db));
@@ -86,11 +86,11 @@ t.test('a success says when the whole allowance is back, and it is', async (t) =
   await api.request('/v1');
   const last = limits(await api.request('/v1'));
   t.equal(last.remaining, 1);
-  api.clock = last.reset - (await dbNow(api.db)) - 0.3;
+  api.clock = last.reset - (await dbNow(api.db)) - 0.8;
   // Before Reset the first unit is gone, the two later ones still count.
   t.equal(limits(await api.request('/v1')).remaining, 1, 'before Reset, the later units still count');
   api.clock = last.reset - (await dbNow(api.db)) + 0.01;
-  // The request just above (sent at Reset - 0.3) counts on; everything before it is back.
+  // The request just above (sent at Reset - 0.8) counts on; everything before it is back.
   t.equal(limits(await api.request('/v1')).remaining, 2);
 });
 
