@@ -1,5 +1,6 @@
 // Entry point: read the config, open the database, build the app, serve, shut down cleanly.
-import { serve } from '@hono/node-server';
+import { createServer } from 'node:http';
+import { getRequestListener, RequestError } from '@hono/node-server';
 import postgres from 'postgres';
 import { openDatabase } from './db/client.ts';
 import { resolveDatabaseUrl } from './db/embedded.ts';
@@ -7,6 +8,7 @@ import { runMigrations } from './db/migrate.ts';
 import { defaultSizes, seedIfEmpty } from './db/seed.ts';
 import { buildApp } from './lib/app.ts';
 import { ConfigError, parseConfig, type Config } from './lib/config.ts';
+import { ApiError, problemResponse } from './lib/errors.ts';
 import { demoRegistry } from './lib/registry.ts';
 import { loadCursorSecret } from './lib/secret.ts';
 
@@ -34,8 +36,18 @@ const database = openDatabase(postgresServer.url);
 const cursorSecret = await loadCursorSecret(database.db, config.cursorSecret);
 const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: {} });
 
-const server = serve({ fetch: app.fetch, port: config.port }, (info) => {
-  log(`Listening on http://localhost:${info.port}/v1`);
+// A request the adapter cannot turn into a Request (bad Host header, HTTP/1.0 without one) is still
+// answered with problem+json, not an empty 400.
+const listener = getRequestListener(app.fetch, {
+  errorHandler: (error) =>
+    problemResponse(
+      error instanceof RequestError
+        ? new ApiError('invalid_parameter', `Bad request: ${error.message}`, { invalidParams: [{ name: 'Host', reason: error.message }] })
+        : new ApiError('internal_error', 'Internal error'),
+    ),
+});
+const server = createServer(listener).listen(config.port, () => {
+  log(`Listening on http://localhost:${config.port}/v1`);
 });
 
 let stopping = false;

@@ -1,6 +1,7 @@
 // Start-up: the embedded default, and several instances starting at once against one fresh database.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -35,6 +36,17 @@ function startServer(env: Record<string, string>): Promise<{ child: ChildProcess
       clearTimeout(timer);
       reject(new Error(`server exited with ${code}:\n${output}`));
     });
+  });
+}
+
+/** Sends bytes that fetch would refuse to send (a bad Host header) and returns the raw response. */
+function rawRequest(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(text));
+    let out = '';
+    socket.on('data', (chunk) => (out += chunk));
+    socket.on('end', () => resolve(out));
+    socket.on('error', reject);
   });
 }
 
@@ -97,6 +109,11 @@ t.test('two instances starting at once on one fresh database migrate and seed it
     const res = await fetch(`http://127.0.0.1:${port}/v1/products?limit=1`);
     t.equal(res.status, 200, `instance on ${port} serves`);
     t.equal((await res.json()).size, defaultSizes.products, 'seeded exactly once');
+  }
+  for (const host of ['[bad', '']) {
+    const raw = await rawRequest(4051, `GET /v1/products HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    t.match(raw, /^HTTP\/1\.1 400 /, `Host: "${host}" is a 400`);
+    t.match(raw, /content-type: application\/problem\+json/i, 'with problem+json');
   }
   const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
   const [migrations] = await sql`select count(*)::int as n from drizzle.__drizzle_migrations`;
