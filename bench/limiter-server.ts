@@ -1,9 +1,9 @@
 // Bench-only entry: the service with our rate limiter off (BENCH_LIMITER=off), with our rate limit but no
 // concurrency cap (BENCH_LIMITER=rate-only: one statement per request, like the peer), or with the peer
 // in its place (BENCH_LIMITER=peer): rate-limiter-flexible's Postgres store in front of the same routes.
-import { createRequire } from 'node:module';
 import { serve } from '@hono/node-server';
 import type { MiddlewareHandler } from 'hono';
+import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { openDatabase } from '../db/client.ts';
 import { buildApp } from '../lib/app.ts';
@@ -11,8 +11,8 @@ import { parseConfig } from '../lib/config.ts';
 import { demoRegistry } from '../lib/registry.ts';
 import { loadCursorSecret } from '../lib/secret.ts';
 
-// node-postgres comes with drizzle-orm; the peer's Postgres store wants a pg Pool.
-const { Pool } = createRequire(import.meta.url)('pg') as { Pool: new (options: object) => { end(): Promise<void> } };
+// The peer's Postgres store wants a node-postgres Pool (pg, a dev dependency of the bench only).
+const { Pool } = pg;
 
 const mode = process.env.BENCH_LIMITER;
 if (mode !== 'off' && mode !== 'rate-only' && mode !== 'peer') {
