@@ -16,11 +16,12 @@ CREATE TABLE "rate_counters" (
 	CONSTRAINT "rate_counters_subject_bucket_start_pk" PRIMARY KEY("subject","bucket_start")
 );
 --> statement-breakpoint
-CREATE TABLE "rate_leases" (
+CREATE TABLE "rate_slots" (
 	"subject" text NOT NULL,
-	"id" bigint GENERATED ALWAYS AS IDENTITY (sequence name "rate_leases_id_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START WITH 1 CACHE 1),
+	"slot" integer NOT NULL,
+	"token" bigint NOT NULL,
 	"expires_at" double precision NOT NULL,
-	CONSTRAINT "rate_leases_subject_id_pk" PRIMARY KEY("subject","id")
+	CONSTRAINT "rate_slots_subject_slot_pk" PRIMARY KEY("subject","slot")
 );
 --> statement-breakpoint
 CREATE TABLE "rate_tiers" (
