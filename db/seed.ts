@@ -12,7 +12,7 @@ export interface SeedSizes {
 export const defaultSizes = { products: 50_000, orders: 30_000, events: 30_000 } as const;
 
 /** mulberry32: a small, fast, seedable PRNG; enough for demo data. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -1,20 +1,10 @@
 // Cursor survives concurrent writes (SPEC.md 4.1 rule 3): no repeats, no skips, nothing inserted behind it.
 import postgres from 'postgres';
 import t from 'tap';
+// mulberry32, seeded, so a failure replays.
+import { random } from '../db/seed.ts';
 import type { TestApp } from './helpers/app.ts';
 import { keysetApp, pathOf } from './helpers/keyset.ts';
-
-/** mulberry32: a seeded PRNG, so a failure replays. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Row = { id: number; a: number | string; b: string };
 

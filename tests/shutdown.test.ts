@@ -1,36 +1,21 @@
 // Graceful shutdown: on SIGTERM the server stops accepting, finishes in-flight requests, closes the pool.
-import { spawn } from 'node:child_process';
 import t from 'tap';
 import { seedTable } from '../db/seed.ts';
 import { testDatabase } from './helpers/db.ts';
+import { freePort, startServer } from './helpers/servers.ts';
 
-const root = new URL('..', import.meta.url).pathname;
-const PORT = 4061;
 
 t.test('SIGTERM drains an in-flight request, refuses new ones, then exits 0', async (t) => {
   const db = await testDatabase(t);
   for (const table of ['products', 'orders', 'events'] as const) await seedTable(db.sql, table, 50);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, PORT: String(PORT) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  t.teardown(() => child.kill('SIGKILL'));
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-      if (output.includes('Listening on')) resolve();
-    });
-    child.once('exit', () => reject(new Error(output)));
-  });
 
   // Hold a lock the request needs: it is then provably in flight inside the server.
   const reserved = await db.sql.reserve();
   await reserved`begin`;
   await reserved`lock table products in access exclusive mode`;
-  const inFlight = fetch(`http://127.0.0.1:${PORT}/v1/products?limit=5`);
+  const inFlight = fetch(`${url}/v1/products?limit=5`);
   const locks = await waitFor(
     () => db.sql`select count(*)::int as waiting from pg_locks where relation = 'products'::regclass and not granted`,
     (rows) => rows[0]!.waiting > 0,
@@ -38,8 +23,8 @@ t.test('SIGTERM drains an in-flight request, refuses new ones, then exits 0', as
   t.ok(locks[0]!.waiting > 0, 'the request waits on the lock');
 
   child.kill('SIGTERM');
-  await waitFor(async () => output, (text) => text.includes('SIGTERM'));
-  await t.rejects(fetch(`http://127.0.0.1:${PORT}/healthz`), 'a new connection is refused while draining');
+  await waitFor(async () => output(), (text) => text.includes('SIGTERM'));
+  await t.rejects(fetch(`${url}/healthz`), 'a new connection is refused while draining');
 
   await reserved`commit`;
   reserved.release();

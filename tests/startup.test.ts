@@ -10,34 +10,9 @@ import { startEmbedded } from '../db/embedded.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { defaultSizes } from '../db/seed.ts';
 import { serverUrl, urlFor } from './helpers/db.ts';
+import { freePort, startServer } from './helpers/servers.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-
-/** Starts server.ts; resolves once it listens. */
-function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 90_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Listening on')) {
-        clearTimeout(timer);
-        resolve({ child, output: () => output });
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited with ${code}:\n${output}`));
-    });
-  });
-}
 
 /** Sends bytes that fetch would refuse to send (a bad Host header) and returns the raw response. */
 function rawRequest(port: number, text: string): Promise<string> {
@@ -96,22 +71,19 @@ t.test('two instances starting at once on one fresh database migrate and seed it
   await admin.unsafe(`drop database if exists ${name} with (force)`);
   await admin.unsafe(`create database ${name}`);
   const env = { DATABASE_URL: urlFor(name) };
-  const servers = await Promise.all([
-    startServer({ ...env, PORT: '4051' }),
-    startServer({ ...env, PORT: '4052' }),
-  ]);
   t.teardown(async () => {
-    await Promise.all(servers.map(({ child }) => stopServer(child)));
     await admin.unsafe(`drop database if exists ${name} with (force)`);
     await admin.end();
   });
-  for (const port of [4051, 4052]) {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/products?limit=1`);
-    t.equal(res.status, 200, `instance on ${port} serves`);
+  const ports = [await freePort(), await freePort()];
+  const servers = await Promise.all(ports.map((port) => startServer(t, port, env)));
+  for (const { url } of servers) {
+    const res = await fetch(`${url}/v1/products?limit=1`);
+    t.equal(res.status, 200, `instance at ${url} serves`);
     t.equal((await res.json()).size, defaultSizes.products, 'seeded exactly once');
   }
   for (const host of ['[bad', '']) {
-    const raw = await rawRequest(4051, `GET /v1/products HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    const raw = await rawRequest(ports[0]!, `GET /v1/products HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
     t.match(raw, /^HTTP\/1\.1 400 /, `Host: "${host}" is a 400`);
     t.match(raw, /content-type: application\/problem\+json/i, 'with problem+json');
   }
@@ -127,11 +99,10 @@ t.test('two instances starting at once on one fresh database migrate and seed it
 });
 
 t.test('npm start with no DATABASE_URL serves the demo collections on the embedded default', async (t) => {
-  const server = await startServer({ PORT: '4053', HOME: process.env.HOME ?? '/root' });
-  t.teardown(() => stopServer(server.child));
+  const server = await startServer(t, await freePort(), { HOME: process.env.HOME ?? '/root' });
   t.match(server.output(), /starting the embedded PostgreSQL/);
   for (const collection of ['products', 'orders', 'events']) {
-    const res = await fetch(`http://127.0.0.1:4053/v1/${collection}`);
+    const res = await fetch(`${server.url}/v1/${collection}`);
     t.equal(res.status, 200, collection);
     t.ok(((await res.json())[collection] as unknown[]).length > 0, `${collection} has demo items`);
   }
