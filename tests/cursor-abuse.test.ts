@@ -1,8 +1,7 @@
 // Cursor abuse: altered, truncated, forged, foreign or mismatched cursors are a 400 invalid_cursor, never a 500.
 import t, { type Test } from 'tap';
 import { encodeCursor } from '../lib/cursor-token.ts';
-import type { TestApp } from './helpers/app.ts';
-import { keysetApp, pathOf } from './helpers/keyset.ts';
+import { testApp, pathOf, type TestApp } from './helpers/app.ts';
 
 const SECRET = 'keyset-tests-secret-0123456789abcdef';
 
@@ -21,7 +20,7 @@ async function expectInvalidCursor(t: Test, app: TestApp, path: string, why: str
 }
 
 t.test('every character of a cursor altered, and every truncation, is a 400 invalid_cursor', async (t) => {
-  const app = await keysetApp(t, { seed: { products: 60, events: 60 } });
+  const app = await testApp(t, { seed: { products: 60, events: 60 } });
   const cursors = [
     { path: '/v1/products?page-size=5&sort=-priceCents,name&category[in]=books,toys', rel: 'products' },
     { path: '/v1/events?page-size=5&type=login', rel: 'events' },
@@ -50,7 +49,7 @@ t.test('every character of a cursor altered, and every truncation, is a 400 inva
 });
 
 t.test('garbage, forged and foreign cursors', async (t) => {
-  const app = await keysetApp(t, { seed: { products: 60, orders: 60, events: 60 }, env: { CURSOR_SECRET: SECRET } });
+  const app = await testApp(t, { seed: { products: 60, orders: 60, events: 60 }, env: { CURSOR_SECRET: SECRET } });
   const good = await nextCursor(app, '/v1/products?page-size=5');
   const [version, body, signature] = good.split('.') as [string, string, string];
   const garbage = [
@@ -122,7 +121,7 @@ t.test('garbage, forged and foreign cursors', async (t) => {
 });
 
 t.test('a cursor belongs to its collection and its query', async (t) => {
-  const app = await keysetApp(t, { seed: { products: 60, orders: 60, events: 60 } });
+  const app = await testApp(t, { seed: { products: 60, orders: 60, events: 60 } });
   const products = await nextCursor(app, '/v1/products?page-size=5&category=books&sort=-name');
   const orders = await nextCursor(app, '/v1/orders?page-size=5');
   const events = await nextCursor(app, '/v1/events?page-size=5');
@@ -160,7 +159,7 @@ t.test('a cursor belongs to its collection and its query', async (t) => {
 });
 
 t.test('since_id: ascending ids after it, next continues; it takes no sort', async (t) => {
-  const app = await keysetApp(t, { seed: { products: 60, orders: 30, events: 30 } });
+  const app = await testApp(t, { seed: { products: 60, orders: 30, events: 30 } });
   const first = await app.json('/v1/products?since_id=41&page-size=7&category[in]=books,toys,tools,games,garden,kitchen,music,outdoor');
   t.equal(first.status, 200);
   t.same(first.body.products.map((p: { id: number }) => p.id), [42, 43, 44, 45, 46, 47, 48]);

@@ -3,8 +3,7 @@ import postgres from 'postgres';
 import t from 'tap';
 // mulberry32, seeded, so a failure replays.
 import { random } from '../db/seed.ts';
-import type { TestApp } from './helpers/app.ts';
-import { keysetApp, pathOf } from './helpers/keyset.ts';
+import { testApp, pathOf, type TestApp } from './helpers/app.ts';
 
 type Row = { id: number; a: number | string; b: string };
 
@@ -70,7 +69,7 @@ async function initialRows(app: TestApp, scenario: Scenario, next: () => number)
 
 for (const scenario of scenarios) {
   t.test(`${scenario.collection}: a walk survives inserts before and after its position and deletes ahead of it`, async (t) => {
-    const app = await keysetApp(t);
+    const app = await testApp(t);
     const next = random(scenario.collection.length);
     const initial = await initialRows(app, scenario, next);
     // The other connection: a separate client, as another user of the service would be.

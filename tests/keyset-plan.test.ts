@@ -5,7 +5,7 @@ import { filterCondition, parseFilters } from '../lib/filters.ts';
 import { afterPosition, keysetQuery, positionOf } from '../lib/keyset.ts';
 import { demoRegistry, splitSort } from '../lib/registry.ts';
 import { withTieBreaker } from '../lib/sort.ts';
-import { keysetApp } from './helpers/keyset.ts';
+import { testApp } from './helpers/app.ts';
 
 interface PlanNode {
   'Node Type': string;
@@ -36,7 +36,7 @@ const cases = [
 ] as const;
 
 t.test('a deep keyset chunk is an index scan with no sort', async (t) => {
-  const app = await keysetApp(t, { seed: { products: 20_000, orders: 20_000, events: 20_000 } });
+  const app = await testApp(t, { seed: { products: 20_000, orders: 20_000, events: 20_000 } });
   const registry = demoRegistry();
   for (const c of cases) {
     const collection = registry.get(c.collection)!;

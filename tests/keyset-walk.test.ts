@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import t from 'tap';
-import type { TestApp } from './helpers/app.ts';
-import { keysetApp } from './helpers/keyset.ts';
+import { testApp, type TestApp } from './helpers/app.ts';
 
 type Key = { field: string; descending: boolean };
 
@@ -140,7 +139,7 @@ async function walk(app: TestApp, firstUrl: string, pageSizes: readonly number[]
 
 for (const collection of ['products', 'orders', 'events'] as const) {
   t.test(`${collection}: following next visits every matching item exactly once, in SQL order`, async (t) => {
-    const app = await keysetApp(t);
+    const app = await testApp(t);
     await insertRows(app);
     await fc.assert(
       fc.asyncProperty(queryArb(collection), async ({ filters, sort, start, pageSizes }) => {
@@ -168,7 +167,7 @@ for (const collection of ['products', 'orders', 'events'] as const) {
 }
 
 t.test('events: the time variant walks both ways and matches plain SQL', async (t) => {
-  const app = await keysetApp(t);
+  const app = await testApp(t);
   await insertRows(app);
   const instants = Array.from({ length: 10 }, (_, i) => `2026-01-01T00:00:00.${String(i).padStart(6, '0')}Z`);
   const markerArb = fc.oneof(

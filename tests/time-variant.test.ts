@@ -1,7 +1,6 @@
 // The time variant on events: ties on one timestamp, prev and poll links, microseconds, before/after parsing.
 import t from 'tap';
-import type { TestApp } from './helpers/app.ts';
-import { keysetApp, pathOf } from './helpers/keyset.ts';
+import { testApp, pathOf, type TestApp } from './helpers/app.ts';
 
 const T = '2026-03-01T12:00:00.500000Z';
 
@@ -33,7 +32,7 @@ async function thousandTies(app: TestApp): Promise<number[]> {
 }
 
 t.test('1,000 events on one timestamp, page size 7: each seen exactly once in both directions', async (t) => {
-  const app = await keysetApp(t);
+  const app = await testApp(t);
   const ids = await thousandTies(app);
   t.equal(ids.length, 1000);
 
@@ -55,7 +54,7 @@ t.test('1,000 events on one timestamp, page size 7: each seen exactly once in bo
 });
 
 t.test('prev moves the other way without skipping or repeating tied items', async (t) => {
-  const app = await keysetApp(t);
+  const app = await testApp(t);
   const ids = await thousandTies(app);
   const older = await follow(app, '/v1/events?page-size=7', 'next');
   // From the last older chunk, following prev walks everything back, oldest first.
@@ -78,7 +77,7 @@ t.test('prev moves the other way without skipping or repeating tied items', asyn
 });
 
 t.test('poll: the newest chunk links to where new items will appear; an empty poll keeps its link', async (t) => {
-  const app = await keysetApp(t);
+  const app = await testApp(t);
   const ids = await thousandTies(app);
   const newer = await follow(app, '/v1/events?page-size=100&after=2026-03-01T00:00:00Z', 'next');
   t.same(newer.ids, ids);
@@ -114,7 +113,7 @@ t.test('poll: the newest chunk links to where new items will appear; an empty po
 });
 
 t.test('microseconds survive end to end', async (t) => {
-  const app = await keysetApp(t);
+  const app = await testApp(t);
   const stamps = ['2026-05-05T05:05:05.000001Z', '2026-05-05T05:05:05.000002Z', '2026-05-05T05:05:05.000003Z'];
   for (const s of stamps) await app.db.sql`insert into events (type, source, occurred_at) values ('login', 'web', ${s}::timestamptz)`;
   const at = async (path: string) => (await app.json(path)).body.events.map((e: { occurredAt: string }) => e.occurredAt);
@@ -132,7 +131,7 @@ t.test('microseconds survive end to end', async (t) => {
 });
 
 t.test('before and after: defined answers for every input', async (t) => {
-  const app = await keysetApp(t);
+  const app = await testApp(t);
   const bad = [
     'after=2026-05-05T05:05:05.123456789Z', // nine fractional digits
     'before=2026-05-05T05:05:05.1234567Z',
@@ -182,7 +181,7 @@ t.test('before and after: defined answers for every input', async (t) => {
 });
 
 t.test('the first chunk of events is the newest, and its links carry page-size and a cursor', async (t) => {
-  const app = await keysetApp(t, { seed: { events: 50 } });
+  const app = await testApp(t, { seed: { events: 50 } });
   const { body, headers } = await app.json('/v1/events?type=login');
   t.equal(body.pageSize, 20);
   t.same(Object.keys(body), ['pageSize', 'events', '_links']);

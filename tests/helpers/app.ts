@@ -41,3 +41,8 @@ export async function testApp(
     },
   };
 }
+
+/** A path of the test app from an absolute href of its links. */
+export function pathOf(href: string): string {
+  return href.replace(/^http:\/\/test\.local/, '');
+}
