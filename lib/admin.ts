@@ -4,7 +4,7 @@ import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { Db } from '../db/client.ts';
 import { apiKeys, rateTiers } from '../db/schema.ts';
-import { ApiError, invalidParameter } from './errors.ts';
+import { ApiError, invalidParameter, methodNotAllowed } from './errors.ts';
 
 const TIER_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
 const tierFields = {
@@ -67,12 +67,6 @@ const tierColumns = {
 };
 
 const keyColumns = { id: apiKeys.id, prefix: apiKeys.prefix, name: apiKeys.name, tier: apiKeys.tier, createdAt: apiKeys.createdAt };
-
-function methodNotAllowed(allow: string) {
-  return () => {
-    throw new ApiError('method_not_allowed', `Method not allowed; this path allows ${allow}`, { headers: { allow } });
-  };
-}
 
 /**
  * The /admin routes. Every change is a plain write to the tables that each rate-limit decision reads

@@ -5,7 +5,7 @@ import { baseUrl, linkHeader, linksObject, type Links } from './chunk.ts';
 import { serveCollection } from './collections.ts';
 import type { Config } from './config.ts';
 import { adminRoutes } from './admin.ts';
-import { ApiError, onError } from './errors.ts';
+import { ApiError, methodNotAllowed, onError } from './errors.ts';
 import { issueKeyHandler } from './keys.ts';
 import { rateLimiter, withTimeout, type LimiterOptions } from './limiter-middleware.ts';
 import type { Registry } from './registry.ts';
@@ -21,12 +21,6 @@ export interface AppDeps {
    * the bench's baseline). server.ts always turns it on.
    */
   readonly rateLimit?: LimiterOptions | false;
-}
-
-function methodNotAllowed(allow: string) {
-  return () => {
-    throw new ApiError('method_not_allowed', `Method not allowed; this path allows ${allow}`, { headers: { allow } });
-  };
 }
 
 export function buildApp(deps: AppDeps): Hono {

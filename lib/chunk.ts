@@ -5,7 +5,7 @@ import type { QueryParams } from './params.ts';
 export type Links = Record<string, string | undefined>;
 
 /** Parameters that pick and position a variant; every other parameter is carried into links as sent. */
-export const VARIANT_PARAMS = new Set(['limit', 'offset', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after']);
+const VARIANT_PARAMS = new Set(['limit', 'offset', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after']);
 
 // Leave "," "[" "]" readable in links ("category[in]=a,b", "sort=-name,id"); everything else is percent-encoded.
 function encode(text: string): string {
@@ -16,8 +16,8 @@ function encode(text: string): string {
  * Builds the links of one query: `href({ limit: '20', offset: '40' })` is the collection URL with
  * those parameters first, then the request's filters, sort and count mode.
  */
-export function linkBuilder(collectionUrl: string, params: QueryParams, carriedExclude: readonly string[] = []) {
-  const carried = [...params].filter(([name]) => !VARIANT_PARAMS.has(name) && !carriedExclude.includes(name));
+export function linkBuilder(collectionUrl: string, params: QueryParams) {
+  const carried = [...params].filter(([name]) => !VARIANT_PARAMS.has(name));
   return function href(variantParams: Record<string, string | number>): string {
     const pairs = [...Object.entries(variantParams).map(([k, v]) => [k, String(v)] as const), ...carried];
     return pairs.length === 0 ? collectionUrl : `${collectionUrl}?${pairs.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&')}`;

@@ -12,7 +12,7 @@ import { parseSort, withTieBreaker } from './sort.ts';
 import { timeVariant } from './time.ts';
 import { checkParamsTaken, selectVariant, type Variant } from './variant.ts';
 
-export const variants: Partial<Record<VariantName, Variant>> = {
+const variants: Record<VariantName, Variant> = {
   offset: offsetVariant,
   page: pageVariant,
   cursor: cursorVariant,
@@ -29,10 +29,10 @@ export async function serveCollection(request: Request, collection: Collection, 
   const params = parseQueryString(rawQueryOf(request.url));
   const { variant: name, cursor } = selectVariant(collection, params, deps.cursorSecret);
   const variant = variants[name];
-  if (!variant) throw new Error(`Variant ${name} is not implemented`);
   checkParamsTaken(variant, params.keys(), (param) => isFilterName(collection, param));
   const filters = parseFilters(collection, params);
   const sort = variant.takes.includes('sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort);
-  const href = linkBuilder(`${baseUrl(request, deps.config)}/v1/${collection.name}`, params);
-  return variant.serve({ collection, params, filters, sort, cursor, cursorSecret: deps.cursorSecret, database: deps.database, href });
+  const collectionUrl = `${baseUrl(request, deps.config)}/v1/${collection.name}`;
+  const href = linkBuilder(collectionUrl, params);
+  return variant.serve({ collection, params, filters, sort, cursor, cursorSecret: deps.cursorSecret, database: deps.database, collectionUrl, href });
 }

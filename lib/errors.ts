@@ -65,6 +65,13 @@ export function conflictingParameters(names: string[], reason: string): ApiError
   });
 }
 
+/** A route handler for the methods a path does not support: 405 with the Allow header. */
+export function methodNotAllowed(allow: string) {
+  return function notAllowed(): never {
+    throw new ApiError('method_not_allowed', `Method not allowed; this path allows ${allow}`, { headers: { allow } });
+  };
+}
+
 export function invalidCursor(reason: string): ApiError {
   return new ApiError('invalid_cursor', `Invalid cursor: ${reason}`, {
     invalidParams: [{ name: 'cursor', reason }],

@@ -171,8 +171,7 @@ export function boundFilters(collection: Collection, sent: readonly Filter[], ca
  * that follows them sends no filter beside the cursor, so nothing can disagree with it.
  */
 export function cursorLinks(request: ChunkRequest, secret: string, pageSize: number) {
-  const url = new URL(request.href({}));
-  const bare = linkBuilder(`${url.origin}${url.pathname}`, new Map());
+  const bare = linkBuilder(request.collectionUrl, new Map());
   return function link(cursor: CursorPayload | string): string {
     const token = typeof cursor === 'string' ? cursor : encodeCursor(secret, cursor);
     return bare({ 'page-size': pageSize, cursor: token });

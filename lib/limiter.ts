@@ -64,11 +64,6 @@ export async function decide(sql: Sql, input: DecisionInput): Promise<Decision> 
   };
 }
 
-/** Ends a concurrency lease; a lease that is never released stops counting at its expiry. */
-export async function releaseLease(sql: Sql, subject: string, lease: Lease): Promise<void> {
-  await sql`select rate_release(${subject}, ${lease.slot}, ${lease.token})`;
-}
-
 /**
  * Group release: a lease ends with one statement for all the leases of this instance that ended while
  * the previous statement was in flight. Each caller still waits until its own lease is released (so a

@@ -18,6 +18,8 @@ export interface ChunkRequest {
   readonly cursor: CursorPayload | undefined;
   readonly cursorSecret: string;
   readonly database: Database;
+  /** The absolute URL of the collection, without a query. */
+  readonly collectionUrl: string;
   readonly href: ReturnType<typeof linkBuilder>;
 }
 

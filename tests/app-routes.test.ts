@@ -32,3 +32,23 @@ t.test('unknown paths and collections are 404 problem+json; other methods 405', 
     t.equal((await res.json()).code, 'method_not_allowed');
   }
 });
+
+t.test('HEAD, which every Allow header offers, answers like GET without a body', async (t) => {
+  const { request } = await testApp(t, { seed: { products: 5 } });
+  const get = await request('/v1/products?limit=2');
+  const head = await request('/v1/products?limit=2', { method: 'HEAD' });
+  t.equal(head.status, 200);
+  t.equal(await head.text(), '');
+  t.equal(head.headers.get('link'), get.headers.get('link'));
+  t.equal((await request('/v1', { method: 'HEAD' })).status, 200);
+  t.equal((await request('/healthz', { method: 'HEAD' })).status, 200);
+});
+
+t.test('POST /v1/keys is the only method on /v1/keys', async (t) => {
+  const { request } = await testApp(t);
+  for (const method of ['GET', 'PUT', 'DELETE']) {
+    const res = await request('/v1/keys', { method });
+    t.equal(res.status, 405, method);
+    t.equal(res.headers.get('allow'), 'POST', method);
+  }
+});

@@ -7,7 +7,7 @@ ALTER TABLE "rate_counters" SET (fillfactor = 50, autovacuum_vacuum_scale_factor
 --> statement-breakpoint
 -- Concurrency leases as slots (rate_slots, see db/schema.ts): taking and releasing a lease update a
 -- row in place instead of inserting and deleting one per request. rate_decide returns the slot and its
--- token; rate_release frees the slot only if it still holds that lease.
+-- token; rate_release_many frees the slot only if it still holds that lease.
 
 -- Updated on every request, like the counters: room for HOT updates; vacuumed early.
 ALTER TABLE "rate_slots" SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 200);
@@ -173,22 +173,13 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
--- Ends a lease. It does not wait for the WAL flush: a release lost in a crash only leaves a lease that
--- stops counting at its expiry, and a synchronous commit here would cost a disk flush per request.
-CREATE FUNCTION rate_release(p_subject text, p_slot integer, p_token bigint)
-RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
-BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);
-  UPDATE rate_slots s SET expires_at = extract(epoch FROM clock_timestamp())
-    WHERE s.subject = p_subject AND s.slot = p_slot AND s.token = p_token;
-END
-$$;
---> statement-breakpoint
 -- Ends many concurrency leases in one statement: an instance sends the leases of all its requests that
 -- ended while its previous release was in flight (group release), so under load a request costs about
 -- one round trip for its decision and a fraction of one for its release. Rows are updated one by one
 -- in (subject, slot) order, so two instances' releases never lock rows in opposite orders (no deadlock).
+-- It does not wait for the WAL flush: a release lost in a crash only leaves a lease that stops counting
+-- at its expiry, and a synchronous commit here would cost a disk flush per request. A lease is ended
+-- only while its token still holds the slot, so a late release never frees a slot taken again.
 CREATE FUNCTION rate_release_many(p_subjects text[], p_slots integer[], p_tokens bigint[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
