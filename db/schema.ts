@@ -7,7 +7,6 @@ import {
   index,
   integer,
   pgTable,
-  primaryKey,
   text,
   timestamp,
   uniqueIndex,
@@ -110,38 +109,28 @@ export const apiKeys = pgTable(
 );
 
 /**
- * Counters of the bucketed sliding window: units served to one subject in the bucket that starts at
- * `bucket_start` (Unix seconds). A unit counts while the database clock is before `expires_at`
- * (= bucket_start + bucket length + window length). Hot rows: only the primary key is indexed, and
- * the table has fillfactor 50 (set in the custom migration), so the per-request `units` update is a
- * HOT update that touches no index. Housekeeping deletes expired rows with a scan of this small table.
+ * The rate-limit state of one subject (a key, an address, or an address registering keys), in one row:
+ * the bucketed sliding window and the concurrency leases. rate_decide reads it under a row lock and
+ * writes it back with one UPDATE per batch of decisions, so a busy subject costs one row, updated in
+ * place, and never a new row or index entry per request or per second. Hot rows: only the primary key
+ * is indexed, and the table has fillfactor 50 (set in the custom migration), so every update is a HOT
+ * update on the same page.
+ *
+ * The window: `expires[i]` (Unix seconds, database clock) is when the `units[i]` units served in the
+ * i-th bucket that still counts stop counting; expiries ascend, `used` is the sum of `units`, and
+ * `last_start` is the start of the newest bucket. The leases: slot i is busy while `lease_expires[i]`
+ * is in the future; `lease_tokens[i]` is the number of the lease that took it (from `lease_seq`, which
+ * grows with every lease), so a late release never frees a slot taken again. `quiet_at`: from then on
+ * nothing counts and no lease is live, so housekeeping may delete the row.
  */
-export const rateCounters = pgTable(
-  'rate_counters',
-  {
-    subject: text('subject').notNull(),
-    bucketStart: bigint('bucket_start', { mode: 'number' }).notNull(),
-    units: bigint('units', { mode: 'number' }).notNull(),
-    expiresAt: bigint('expires_at', { mode: 'number' }).notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.subject, t.bucketStart] })],
-);
-
-/**
- * Concurrency leases, as slots: a subject holds at most `concurrency` rows, one per slot, each busy while
- * `expires_at` (Unix seconds, database clock) is in the future. Taking a slot and ending a request both
- * update a row in place (HOT, no index entry, no dead row for every request); `token` grows with every
- * lease, so a late release never frees a slot that was taken again after its lease expired. A lease left
- * behind by an instance that died mid-request stops counting at `expires_at`. The primary key serves the
- * count, the taking and the release.
- */
-export const rateSlots = pgTable(
-  'rate_slots',
-  {
-    subject: text('subject').notNull(),
-    slot: integer('slot').notNull(),
-    token: bigint('token', { mode: 'number' }).notNull(),
-    expiresAt: doublePrecision('expires_at').notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.subject, t.slot] })],
-);
+export const rateWindows = pgTable('rate_windows', {
+  subject: text('subject').primaryKey(),
+  lastStart: bigint('last_start', { mode: 'number' }).notNull(),
+  used: bigint('used', { mode: 'number' }).notNull(),
+  expires: bigint('expires', { mode: 'number' }).array().notNull(),
+  units: integer('units').array().notNull(),
+  leaseSeq: bigint('lease_seq', { mode: 'number' }).notNull(),
+  leaseTokens: bigint('lease_tokens', { mode: 'number' }).array().notNull(),
+  leaseExpires: doublePrecision('lease_expires').array().notNull(),
+  quietAt: doublePrecision('quiet_at').notNull(),
+});

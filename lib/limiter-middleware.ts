@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import { requestCost } from './cost.ts';
 import { ApiError, isDatabaseUnavailable } from './errors.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
-import { decide, groupReleaser, housekeep, rateLimitHeaders, type Decision } from './limiter.ts';
+import { databaseLimiter, housekeep, rateLimitHeaders, type Decision } from './limiter.ts';
 import { rawQueryOf } from './params.ts';
 import type { Registry } from './registry.ts';
 
@@ -65,7 +65,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
   const housekeepingMs = options.housekeepingMs ?? 10_000;
   // The instance's clock only schedules housekeeping; every decision uses the database clock.
   let lastHousekeeping = performance.now();
-  const release = groupReleaser(sql);
+  const limiter = databaseLimiter(sql, leaseTtl);
 
   function offerHousekeeping(): void {
     if (housekeepingMs <= 0 || performance.now() - lastHousekeeping < housekeepingMs) return;
@@ -81,14 +81,13 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const isQuery = collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD');
     // An unreachable database throws here; the one error handler turns it into a 503.
     const decision: Decision = await withTimeout(
-      decide(sql, {
+      limiter.decide({
         // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
         keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
         ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
         ipTier: registration ? 'registration' : 'anonymous',
         // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
         cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url)) : 1,
-        leaseTtl,
         clockOffset: clockOffset(),
       }),
       timeoutMs,
@@ -118,7 +117,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     } finally {
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease.
-        await withTimeout(release(decision.subject, decision.lease), timeoutMs).catch((error) => {
+        await withTimeout(limiter.release(decision.subject, decision.lease), timeoutMs).catch((error) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
         });
       }

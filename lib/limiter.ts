@@ -1,4 +1,4 @@
-// The rate-limit decision in PostgreSQL (one round trip), the lease release, housekeeping, and headers.
+// The rate-limit decisions and lease releases in PostgreSQL (batched, one round trip), housekeeping, and headers.
 import type { Sql } from 'postgres';
 
 export type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency';
@@ -12,8 +12,6 @@ export interface DecisionInput {
   readonly ipTier: string;
   /** Units this request costs; the database caps it at the tier's allowance. */
   readonly cost: number;
-  /** Lease time-to-live in seconds; 0 takes no lease (no concurrency cap). */
-  readonly leaseTtl: number;
   /** Tests only: seconds added to the database clock. */
   readonly clockOffset: number;
 }
@@ -42,64 +40,129 @@ export interface Lease {
   readonly token: string;
 }
 
-/** The one statement of a decision: key and tier lookup, the window, the lease and the charge. */
-export async function decide(sql: Sql, input: DecisionInput): Promise<Decision> {
-  const [row] = await sql`
-    select * from rate_decide(${input.keyHash ?? null}, ${input.ipSubject}, ${input.ipTier},
-                              ${input.cost}, ${input.leaseTtl}, ${input.clockOffset})`;
-  if (!row) throw new Error('rate_decide returned no row');
+export interface Limiter {
+  /** Charges the request and takes its lease, or declines it. */
+  decide(input: DecisionInput): Promise<Decision>;
+  /** Ends a lease; resolves once the slot is free for the subject's next request, at any instance. */
+  release(subject: string, lease: Lease): Promise<void>;
+}
+
+interface PendingDecision {
+  readonly input: DecisionInput;
+  resolve(decision: Decision): void;
+  reject(error: unknown): void;
+}
+
+interface PendingRelease {
+  readonly subject: string;
+  readonly lease: Lease;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The limiter's client. Every decision and release asked for in one turn of the event loop goes to the
+ * database in one statement, rate_decide (one round trip for each of them): under load, many requests
+ * share a statement, its commit and a wake-up of the database backend, and lease releases ride along with
+ * the next decisions instead of costing a statement of their own. A release that finds no decision to
+ * ride with goes alone (rate_release). `leaseTtl` is the lease time-to-live in seconds; 0 takes no lease
+ * (no concurrency cap).
+ */
+export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
+  let decisions: PendingDecision[] = [];
+  let releases: PendingRelease[] = [];
+  let scheduled = false;
+  /** Requests of this instance that hold a lease. */
+  let active = 0;
+  let releaseTimer: NodeJS.Timeout | undefined;
+
+  function releaseAlone(): void {
+    releaseTimer = undefined;
+    if (releases.length > 0) schedule();
+  }
+
+  function schedule(): void {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(flush);
+  }
+
+  function flush(): void {
+    scheduled = false;
+    const batch = decisions;
+    const ending = releases;
+    decisions = [];
+    releases = [];
+    send(batch, ending).catch((error: unknown) => {
+      for (const pending of batch) pending.reject(error);
+      for (const pending of ending) pending.reject(error);
+    });
+  }
+
+  async function send(batch: PendingDecision[], ending: PendingRelease[]): Promise<void> {
+    if (batch.length === 0) {
+      await sql`select rate_release(${ending.map((pending) => pending.subject)}::text[], ${ending.map((pending) => pending.lease.slot)}::int[],
+                                    ${ending.map((pending) => pending.lease.token)}::bigint[])`;
+      for (const pending of ending) pending.resolve();
+      return;
+    }
+    const inputs = batch.map((pending) => pending.input);
+    // Key hashes travel in hex: postgres.js would send an array of Buffers as one bytea.
+    const rows = await sql`
+      select * from rate_decide(
+        ${inputs.map((input) => input.keyHash?.toString('hex') ?? null)}::text[], ${inputs.map((input) => input.ipSubject)}::text[],
+        ${inputs.map((input) => input.ipTier)}::text[], ${inputs.map((input) => input.cost)}::int[],
+        ${inputs.map((input) => input.clockOffset)}::float8[], ${leaseTtl},
+        ${ending.map((pending) => pending.subject)}::text[], ${ending.map((pending) => pending.lease.slot)}::int[],
+        ${ending.map((pending) => pending.lease.token)}::bigint[])`;
+    for (const pending of ending) pending.resolve();
+    for (const row of rows) batch[(row.idx as number) - 1]!.resolve(decisionOf(row));
+    // Every decision gets a row; a missing one would be a bug in rate_decide, not a hang.
+    const missing = new Error('rate_decide returned no row for a decision');
+    for (const pending of batch) pending.reject(missing); // no effect on those already resolved
+  }
+
+  return {
+    async decide(input) {
+      const decision = await new Promise<Decision>((resolve, reject) => {
+        decisions.push({ input, resolve, reject });
+        schedule();
+      });
+      if (decision.lease !== undefined) active++;
+      return decision;
+    },
+    release(subject, lease) {
+      return new Promise<void>((resolve, reject) => {
+        releases.push({ subject, lease, resolve, reject });
+        active = Math.max(0, active - 1);
+        // While other requests are in progress here, wait up to a millisecond for a decision to carry this
+        // release (requests that end together under load mostly share that statement or this one's);
+        // with nothing else going on, send it at once.
+        if (active === 0) schedule();
+        else releaseTimer ??= setTimeout(releaseAlone, 1);
+      });
+    },
+  };
+}
+
+function decisionOf(row: Record<string, unknown>): Decision {
   // bigint columns arrive as strings; all of them are far below 2^53.
   return {
     outcome: row.outcome as Outcome,
     subject: row.subject as string,
     tier: row.tier as string,
     keyId: (row.key_id as string | null) ?? undefined,
-    limit: Number(row.allowance),
-    windowSeconds: Number(row.window_seconds),
+    limit: row.allowance as number,
+    windowSeconds: row.window_seconds as number,
     remaining: Number(row.remaining),
     reset: Number(row.reset),
     retryAfter: Number(row.retry_after),
     now: Number(row.now_second),
-    lease: row.lease_slot === null ? undefined : { slot: Number(row.lease_slot), token: String(row.lease_token) },
+    lease: row.lease_slot === null ? undefined : { slot: row.lease_slot as number, token: String(row.lease_token) },
   };
 }
 
-/**
- * Group release: a lease ends with one statement for all the leases of this instance that ended while
- * the previous statement was in flight. Each caller still waits until its own lease is released (so a
- * client's next request never meets its previous one), at most about two round trips; under load many
- * requests share one statement.
- */
-export function groupReleaser(sql: Sql): (subject: string, lease: Lease) => Promise<void> {
-  type Pending = { subject: string; lease: Lease; done: (error?: unknown) => void };
-  let waiting: Pending[] = [];
-  let inFlight = false;
-
-  async function flush(): Promise<void> {
-    inFlight = true;
-    while (waiting.length > 0) {
-      const batch = waiting;
-      waiting = [];
-      try {
-        await sql`select rate_release_many(${batch.map((p) => p.subject)}::text[], ${batch.map((p) => p.lease.slot)}::int[],
-                                           ${batch.map((p) => p.lease.token)}::bigint[])`;
-        for (const p of batch) p.done();
-      } catch (error) {
-        for (const p of batch) p.done(error);
-      }
-    }
-    inFlight = false;
-  }
-
-  return function release(subject, lease) {
-    return new Promise<void>((resolve, reject) => {
-      waiting.push({ subject, lease, done: (error) => (error === undefined ? resolve() : reject(error)) });
-      if (!inFlight) void flush();
-    });
-  };
-}
-
-/** Removes counters that no longer count and free slots; -1 when another instance holds the lock. */
+/** Removes the rows of subjects quiet for a minute; -1 when another instance holds the lock. */
 export async function housekeep(sql: Sql, clockOffset = 0): Promise<number> {
   const [row] = await sql`select rate_housekeep(${clockOffset}) as removed`;
   return Number(row?.removed ?? 0);

@@ -1,8 +1,11 @@
 // The concurrency cap: in-flight requests per client, exact; leases left behind expire by themselves.
 import postgres from 'postgres';
 import t from 'tap';
-import { groupReleaser } from '../lib/limiter.ts';
-import { limitedApp, limits } from './helpers/limiter.ts';
+import { databaseLimiter, type Decision } from '../lib/limiter.ts';
+import { limitedApp, limits, liveLeases } from './helpers/limiter.ts';
+
+/** An anonymous decision for `address`, as the middleware asks for it. */
+const anonymous = (address: string, clockOffset = 0) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset });
 
 t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases released after', async (t) => {
   const api = await limitedApp(t);
@@ -16,11 +19,7 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
 
   const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
   // Wait until both hold a lease (they are then blocked on the lock).
-  for (let i = 0; i < 100; i++) {
-    const [row] = await api.db.sql`select count(*)::int as n from rate_slots where expires_at > extract(epoch from clock_timestamp())`;
-    if (row!.n === 2) break;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  for (let i = 0; i < 100 && (await liveLeases(api.db.sql)) < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
   const declined = await Promise.all([1, 2, 3].map(() => api.request('/v1/products?count=none')));
   for (const res of declined) {
     t.equal(res.status, 429);
@@ -34,8 +33,7 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
   reserved.release();
   const served = await Promise.all(inFlight);
   t.same(served.map((res) => res.status), [200, 200]);
-  const [row] = await api.db.sql`select count(*)::int as n from rate_slots where expires_at > extract(epoch from clock_timestamp())`;
-  t.equal(row!.n, 0, 'every lease was released');
+  t.equal(await liveLeases(api.db.sql), 0, 'every lease was released');
   t.equal((await api.request('/v1/products?count=none')).status, 200, 'the cap is free again');
 });
 
@@ -43,7 +41,7 @@ t.test('a lease that a dead instance left behind expires by itself', async (t) =
   const api = await limitedApp(t, { limiter: { leaseTtlSeconds: 30 } });
   await api.setTier('anonymous', 100, 60, 1);
   // An instance took a lease and died before releasing it.
-  await api.db.sql`select * from rate_decide(null, 'ip:192.0.2.1', 'anonymous', 1, 30, 0)`;
+  t.equal((await databaseLimiter(api.db.sql, 30).decide(anonymous('192.0.2.1'))).outcome, 'ok');
   const blocked = await api.request('/v1');
   t.equal(blocked.status, 429);
   t.equal((await blocked.json()).code, 'Concurrency_limit_exceeded');
@@ -56,7 +54,7 @@ t.test('a lease that a dead instance left behind expires by itself', async (t) =
 t.test('a cap change applies at the next request', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 100, 60, 1);
-  await api.db.sql`select * from rate_decide(null, 'ip:192.0.2.1', 'anonymous', 1, 30, 0)`;
+  await databaseLimiter(api.db.sql, 30).decide(anonymous('192.0.2.1'));
   t.equal((await api.request('/v1')).status, 429);
   await api.setTier('anonymous', 100, 60, 2);
   t.equal((await api.request('/v1')).status, 200);
@@ -65,37 +63,76 @@ t.test('a cap change applies at the next request', async (t) => {
 t.test('a late release never frees a slot that another request took after the lease expired', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 100, 60, 1);
+  const limiter = databaseLimiter(api.db.sql, 30); // the client the middleware uses
   const take = async (offset: number) => {
-    const [row] = await api.db.sql`select * from rate_decide(null, 'ip:192.0.2.1', 'anonymous', 1, 30, ${offset})`;
-    t.equal(row!.outcome, 'ok');
-    return { slot: row!.lease_slot as number, token: String(row!.lease_token) };
+    const decision = await limiter.decide(anonymous('192.0.2.1', offset));
+    t.equal(decision.outcome, 'ok');
+    return decision.lease!;
   };
-  const release = groupReleaser(api.db.sql); // the release the middleware uses
   const first = await take(0);
   const second = await take(31); // the first lease has expired: its slot is taken again
   t.equal(second.slot, first.slot);
-  await release('ip:192.0.2.1', first); // the first request ends late
+  await limiter.release('ip:192.0.2.1', first); // the first request ends late
   api.clock = 31;
   t.equal((await api.request('/v1')).status, 429, 'the second lease still holds the slot');
-  await release('ip:192.0.2.1', second);
+  await limiter.release('ip:192.0.2.1', second);
   t.equal((await api.request('/v1')).status, 200);
 });
 
-t.test('leases that end together are released together, each caller waiting for its own', async (t) => {
-  const api = await limitedApp(t);
-  const leases = [];
-  for (let i = 0; i < 20; i++) {
-    const [row] = await api.db.sql`select * from rate_decide(null, ${`ip:198.51.100.${i}`}, 'anonymous', 1, 30, 0)`;
-    leases.push({ subject: row!.subject as string, lease: { slot: row!.lease_slot as number, token: String(row!.lease_token) } });
-  }
+/** A postgres.js client that counts the statements sent through it. */
+function counting(sql: postgres.Sql): { sql: postgres.Sql; statements: () => number } {
   let statements = 0;
   const counted = ((strings: TemplateStringsArray, ...values: unknown[]) => {
     statements++;
-    return (api.db.sql as unknown as (s: TemplateStringsArray, ...v: unknown[]) => unknown)(strings, ...values);
-  }) as unknown as typeof api.db.sql;
-  const release = groupReleaser(counted);
-  await Promise.all(leases.map(({ subject, lease }) => release(subject, lease)));
-  t.ok(statements <= 2, `20 releases in ${statements} statements`);
-  const [row] = await api.db.sql`select count(*)::int as n from rate_slots where expires_at > extract(epoch from clock_timestamp())`;
-  t.equal(row!.n, 0, 'every lease was released');
+    return (sql as unknown as (s: TemplateStringsArray, ...v: unknown[]) => unknown)(strings, ...values);
+  }) as unknown as postgres.Sql;
+  return { sql: counted, statements: () => statements };
+}
+
+t.test('decisions and releases asked for together share one statement, each caller getting its own answer', async (t) => {
+  const api = await limitedApp(t);
+  const setup = databaseLimiter(api.db.sql, 30);
+  const held = await Promise.all(Array.from({ length: 10 }, (_, i) => setup.decide(anonymous(`198.51.100.${i}`))));
+  t.equal(await liveLeases(api.db.sql), 10);
+
+  const { sql, statements } = counting(api.db.sql);
+  const limiter = databaseLimiter(sql, 30);
+  // Ten requests end while twenty others (two per client of 198.51.100.0/24 and ten new ones) begin.
+  const [decisions] = await Promise.all([
+    Promise.all(Array.from({ length: 20 }, (_, i) => limiter.decide(anonymous(`198.51.100.${i}`)))),
+    Promise.all(held.map((decision) => limiter.release(decision.subject, decision.lease!))),
+  ]);
+  t.equal(statements(), 1, 'one statement for 20 decisions and 10 releases');
+  t.same(
+    decisions.map((decision: Decision) => [decision.subject, decision.outcome, decision.remaining]),
+    Array.from({ length: 20 }, (_, i) => [`ip:198.51.100.${i}`, 'ok', i < 10 ? 58 : 59]),
+    'every caller gets the decision for its own client',
+  );
+  t.equal(await liveLeases(api.db.sql), 20, 'the ten old leases were released, the twenty new ones are held');
+
+  const { sql: alone, statements: releaseStatements } = counting(api.db.sql);
+  const releaser = databaseLimiter(alone, 30);
+  await Promise.all(decisions.map((decision: Decision) => releaser.release(decision.subject, decision.lease!)));
+  t.ok(releaseStatements() <= 2, `20 releases with no decision to ride with: ${releaseStatements()} statements`);
+  t.equal(await liveLeases(api.db.sql), 0, 'every lease was released');
+});
+
+t.test('batches from many instances lock in one order: no deadlock, nothing lost', async (t) => {
+  const api = await limitedApp(t);
+  await api.setTier('anonymous', 1_000_000, 60, 1000);
+  // Eight instances, each deciding and releasing for the same 30 clients in a different order, at once.
+  const instances = Array.from({ length: 8 }, () => databaseLimiter(api.db.sql, 30));
+  const clients = Array.from({ length: 30 }, (_, i) => `203.0.113.${i}`);
+  await Promise.all(
+    instances.map(async (limiter, n) => {
+      const order = n % 2 === 0 ? clients : [...clients].reverse();
+      for (let round = 0; round < 5; round++) {
+        const decisions = await Promise.all(order.map((address) => limiter.decide(anonymous(address))));
+        await Promise.all(decisions.map((decision) => limiter.release(decision.subject, decision.lease!)));
+      }
+    }),
+  );
+  const [row] = await api.db.sql`select sum(used)::int as units, count(*)::int as subjects from rate_windows`;
+  t.same(row, { units: 8 * 5 * 30, subjects: 30 }, 'every request charged exactly once');
+  t.equal(await liveLeases(api.db.sql), 0, 'every lease released');
 });

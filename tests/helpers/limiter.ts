@@ -1,5 +1,6 @@
 // A rate-limited app on a fresh test database, with a movable database clock and per-request addresses.
 import type { Hono } from 'hono';
+import type { Sql } from 'postgres';
 import { seedTable } from '../../db/seed.ts';
 import { buildApp } from '../../lib/app.ts';
 import { parseConfig, type Config } from '../../lib/config.ts';
@@ -79,4 +80,19 @@ export function limits(res: Response): { limit: number; remaining: number; reset
 export async function dbNow(db: TestDatabase): Promise<number> {
   const [row] = await db.sql`select extract(epoch from clock_timestamp())::float8 as now`;
   return Number(row!.now);
+}
+
+/** Units charged to `subject` (to every subject when absent) that rate_windows still holds. */
+export async function chargedUnits(sql: Sql, subject?: string): Promise<number> {
+  const [row] = await sql`
+    select coalesce(sum(used), 0)::int as units from rate_windows where ${subject === undefined ? sql`true` : sql`subject = ${subject}`}`;
+  return row!.units as number;
+}
+
+/** Concurrency leases of `subject` (of every subject when absent) that are held now. */
+export async function liveLeases(sql: Sql, subject?: string): Promise<number> {
+  const [row] = await sql`
+    select count(*)::int as n from rate_windows w, unnest(w.lease_expires) as e
+    where e > extract(epoch from clock_timestamp()) and ${subject === undefined ? sql`true` : sql`w.subject = ${subject}`}`;
+  return row!.n as number;
 }
