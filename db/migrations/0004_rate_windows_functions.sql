@@ -86,7 +86,6 @@ DECLARE
   v_freed bigint;
   v_inflight integer;
   v_free integer;
-  i integer;
 BEGIN
   FOR r IN
     SELECT x.* FROM (
@@ -179,12 +178,13 @@ BEGIN
       -- Exceeded: Reset is the first second at which enough units have stopped counting for this cost to
       -- fit; Retry-After points exactly there.
       v_freed := 0;
-      FOR i IN 1 .. v_n LOOP
-        v_freed := v_freed + v_units[i];
-        EXIT WHEN v_used - v_freed + v_cost <= r.allowance;
+      v_first := 0;
+      WHILE v_used - v_freed + v_cost > r.allowance LOOP
+        v_first := v_first + 1;
+        v_freed := v_freed + v_units[v_first];
       END LOOP;
       outcome := 'rate'; remaining := greatest(r.allowance - v_used, 0);
-      reset := v_expires[i]; retry_after := v_expires[i] - now_second;
+      reset := v_expires[v_first]; retry_after := v_expires[v_first] - now_second;
       RETURN NEXT;
       CONTINUE;
     END IF;
