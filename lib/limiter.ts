@@ -117,9 +117,11 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
         ${ending.map((pending) => pending.lease.token)}::bigint[])`;
     for (const pending of ending) pending.resolve();
     for (const row of rows) batch[(row.idx as number) - 1]!.resolve(decisionOf(row));
-    // Every decision gets a row; a missing one would be a bug in rate_decide, not a hang.
-    const missing = new Error('rate_decide returned no row for a decision');
-    for (const pending of batch) pending.reject(missing); // no effect on those already resolved
+    // Every decision gets a row; a missing one would be a bug in rate_decide, and must not hang a request.
+    if (rows.length < batch.length) {
+      const missing = new Error('rate_decide returned no row for a decision');
+      for (const pending of batch) pending.reject(missing); // no effect on those already resolved
+    }
   }
 
   return {
