@@ -100,9 +100,11 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
   }
 
   async function send(batch: PendingDecision[], ending: PendingRelease[]): Promise<void> {
+    const subjects = ending.map((pending) => pending.subject);
+    const slots = ending.map((pending) => pending.lease.slot);
+    const tokens = ending.map((pending) => pending.lease.token);
     if (batch.length === 0) {
-      await sql`select rate_release(${ending.map((pending) => pending.subject)}::text[], ${ending.map((pending) => pending.lease.slot)}::int[],
-                                    ${ending.map((pending) => pending.lease.token)}::bigint[])`;
+      await sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
       for (const pending of ending) pending.resolve();
       return;
     }
@@ -113,8 +115,7 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
         ${inputs.map((input) => input.keyHash?.toString('hex') ?? null)}::text[], ${inputs.map((input) => input.ipSubject)}::text[],
         ${inputs.map((input) => input.ipTier)}::text[], ${inputs.map((input) => input.cost)}::int[],
         ${inputs.map((input) => input.clockOffset)}::float8[], ${leaseTtl},
-        ${ending.map((pending) => pending.subject)}::text[], ${ending.map((pending) => pending.lease.slot)}::int[],
-        ${ending.map((pending) => pending.lease.token)}::bigint[])`;
+        ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
     for (const pending of ending) pending.resolve();
     for (const row of rows) batch[(row.idx as number) - 1]!.resolve(decisionOf(row));
     // Every decision gets a row; a missing one would be a bug in rate_decide, and must not hang a request.

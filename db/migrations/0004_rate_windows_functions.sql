@@ -84,6 +84,7 @@ DECLARE
   v_n integer;
   v_first integer;
   v_freed bigint;
+  v_fits integer;
   v_inflight integer;
   v_free integer;
 BEGIN
@@ -178,13 +179,13 @@ BEGIN
       -- Exceeded: Reset is the first second at which enough units have stopped counting for this cost to
       -- fit; Retry-After points exactly there.
       v_freed := 0;
-      v_first := 0;
+      v_fits := 0; -- the bucket whose expiry frees enough
       WHILE v_used - v_freed + v_cost > r.allowance LOOP
-        v_first := v_first + 1;
-        v_freed := v_freed + v_units[v_first];
+        v_fits := v_fits + 1;
+        v_freed := v_freed + v_units[v_fits];
       END LOOP;
       outcome := 'rate'; remaining := greatest(r.allowance - v_used, 0);
-      reset := v_expires[v_first]; retry_after := v_expires[v_first] - now_second;
+      reset := v_expires[v_fits]; retry_after := v_expires[v_fits] - now_second;
       RETURN NEXT;
       CONTINUE;
     END IF;
