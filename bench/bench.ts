@@ -1,13 +1,13 @@
 // `npm run bench`: seeds 1M products into the `bench` database, starts the servers, runs every scenario, prints one table.
 import { parseArgs } from 'node:util';
 import { ensureProducts, openBenchDatabase, type BenchDatabase } from './database.ts';
-import { measure, type LoadOptions } from './measure.ts';
+import { measure, type LoadOptions, type Measurement } from './measure.ts';
 import { startServer, type RunningServer } from './processes.ts';
 import { scenarios, servers, type Scenario } from './scenarios.ts';
-import { formatTable, type Row } from './table.ts';
+import { formatTable, type Row, type RoundsResult } from './table.ts';
 
 const PRODUCTS = 1_000_000;
-const USAGE = 'Usage: npm run bench -- [--duration S] [--warmup S] [--connections N] [--only TEXT]';
+const USAGE = 'Usage: npm run bench -- [--rounds N] [--duration S] [--warmup S] [--connections N] [--only TEXT]';
 
 // Progress goes to stderr: stdout carries only the table.
 const log = (line: string) => console.error(line);
@@ -15,6 +15,8 @@ const log = (line: string) => console.error(line);
 interface BenchOptions extends LoadOptions {
   /** Keep only scenarios whose name contains this (the baseline always runs). */
   only: string | undefined;
+  /** Times every scenario is measured, in rotation; each row reports its median round. */
+  rounds: number;
 }
 
 function positiveNumber(name: string, value: string | undefined, fallback: number, min: number): number {
@@ -33,10 +35,12 @@ function parseOptions(args: string[]): BenchOptions {
       warmup: { type: 'string' },
       connections: { type: 'string' },
       only: { type: 'string' },
+      rounds: { type: 'string' },
     },
   });
   return {
-    duration: positiveNumber('duration', values.duration, 10, 1),
+    rounds: Math.round(positiveNumber('rounds', values.rounds, 3, 1)),
+    duration: positiveNumber('duration', values.duration, 5, 1),
     warmup: positiveNumber('warmup', values.warmup, 2, 0),
     connections: Math.round(positiveNumber('connections', values.connections, 10, 1)),
     only: values.only,
@@ -88,21 +92,46 @@ async function startServers(selected: Scenario[], database: BenchDatabase, resou
   return running;
 }
 
-async function runScenarios(selected: Scenario[], running: Map<string, RunningServer>, database: BenchDatabase, options: LoadOptions): Promise<Row[]> {
-  const rows: Row[] = [];
-  for (const scenario of selected) {
-    if (options.signal?.aborted) break;
-    log(`Measuring "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured`);
-    const result = await measure(scenario, running.get(scenario.server)!, database, options).catch((error: Error) => error);
-    if (result instanceof Error) log(`  failed: ${result.message}`);
-    rows.push({ name: scenario.name, server: scenario.server, baseline: scenario.baseline ?? false, result });
+/**
+ * Measures every scenario `rounds` times, one round after another, so that the machine's drift over the
+ * run (here often ±20 % within minutes) falls on every row alike; each row reports its median round.
+ */
+async function runScenarios(selected: Scenario[], running: Map<string, RunningServer>, database: BenchDatabase, options: BenchOptions): Promise<Row[]> {
+  const measured = new Map<Scenario, Measurement[]>(selected.map((scenario) => [scenario, []]));
+  const failed = new Map<Scenario, Error>();
+  for (let round = 1; round <= options.rounds; round++) {
+    for (const scenario of selected) {
+      if (options.signal?.aborted) break;
+      if (failed.has(scenario)) continue;
+      log(`Round ${round}/${options.rounds}: "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured`);
+      const result = await measure(scenario, running.get(scenario.server)!, database, options).catch((error: Error) => error);
+      if (result instanceof Error) {
+        log(`  failed: ${result.message}`);
+        failed.set(scenario, result);
+      } else {
+        measured.get(scenario)!.push(result);
+      }
+    }
   }
-  return rows;
+  return selected.map((scenario) => ({
+    name: scenario.name,
+    server: scenario.server,
+    baseline: scenario.baseline ?? false,
+    result: failed.get(scenario) ?? medianRound(measured.get(scenario)!),
+  }));
 }
 
-function describeRun(options: LoadOptions): string {
+/** The round with the median req/s (the lower middle one of an even count), and the range over all rounds. */
+function medianRound(rounds: Measurement[]): RoundsResult | Error {
+  if (rounds.length === 0) return new Error('interrupted before it was measured');
+  const sorted = [...rounds].sort((a, b) => a.reqPerSec - b.reqPerSec);
+  return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, minReqPerSec: sorted[0]!.reqPerSec, maxReqPerSec: sorted.at(-1)!.reqPerSec };
+}
+
+function describeRun(options: BenchOptions): string {
   return [
-    `Bench: ${PRODUCTS.toLocaleString('en')} products; autocannon, ${options.connections} connections, ${options.duration} s per row after ${options.warmup} s warm-up; node ${process.version}.`,
+    `Bench: ${PRODUCTS.toLocaleString('en')} products; autocannon, ${options.connections} connections, ${options.duration} s per row after ${options.warmup} s warm-up,`,
+    `${options.rounds} rounds over all rows, each row showing its median round; node ${process.version}.`,
     'Latencies are whole milliseconds over all responses. CPU per response from /proc: the server process, its Postgres',
     'backends (not parallel workers), and this process (autocannon). Compare ratios within one run, not across runs.',
   ].join('\n');

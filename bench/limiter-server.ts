@@ -53,4 +53,4 @@ async function peerLimiter(): Promise<MiddlewareHandler> {
 
 const entry = mode === 'peer' ? new (await import('hono')).Hono().use('/v1/*', await peerLimiter()).route('/', app) : app;
 const server = serve({ fetch: entry.fetch, port: config.port }, (info) => console.log(`Listening on ${info.port} (limiter ${mode})`));
-process.on('SIGTERM', () => server.close(() => void database.sql.end({ timeout: 5 }).then(() => process.exit(0))));
+process.on('SIGTERM', () => server.close(() => void database.close().then(() => process.exit(0))));

@@ -1,14 +1,20 @@
 // The bench's one output: a markdown table, each row's throughput also as a ratio to the baseline row's.
 import type { Measurement } from './measure.ts';
 
+/** A row's median round, and the lowest and highest req/s of all its rounds. */
+export interface RoundsResult extends Measurement {
+  minReqPerSec: number;
+  maxReqPerSec: number;
+}
+
 export interface Row {
   name: string;
   server: string;
   baseline: boolean;
-  result: Measurement | Error;
+  result: RoundsResult | Error;
 }
 
-const HEADER = ['scenario', 'server', 'req/s', '× baseline', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'server µs/req', 'pg µs/req', 'loadgen µs/req'];
+const HEADER = ['scenario', 'server', 'req/s', 'range req/s', '× baseline', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'server µs/req', 'pg µs/req', 'loadgen µs/req'];
 const RIGHT_ALIGNED = new Set(HEADER.slice(2));
 
 // Two significant digits below 1, so a row at a thousandth of the baseline does not read 0.00.
@@ -21,7 +27,8 @@ function cells(row: Row, baseline: number | undefined): string[] {
   if (row.result instanceof Error) return [name, row.server, `failed: ${row.result.message.split('\n')[0]}`, ...HEADER.slice(3).map(() => '')];
   const m = row.result;
   const ratio = baseline ? formatRatio(m.reqPerSec / baseline) : 'n/a';
-  return [name, row.server, whole(m.reqPerSec), ratio, String(m.p50), String(m.p99), whole(m.non2xx), whole(m.errors), whole(m.serverCpu), whole(m.postgresCpu), whole(m.loadCpu)];
+  const range = m.minReqPerSec === m.maxReqPerSec ? '' : `${whole(m.minReqPerSec)}–${whole(m.maxReqPerSec)}`;
+  return [name, row.server, whole(m.reqPerSec), range, ratio, String(m.p50), String(m.p99), whole(m.non2xx), whole(m.errors), whole(m.serverCpu), whole(m.postgresCpu), whole(m.loadCpu)];
 }
 
 function line(values: string[], widths: number[]): string {
