@@ -60,7 +60,7 @@ async function shutdown(signal: string) {
     server.close(() => resolve());
     if ('closeIdleConnections' in server) server.closeIdleConnections();
   });
-  await database.sql.end({ timeout: 5 });
+  await database.close();
   await postgresServer.stop();
   process.exit(0);
 }

@@ -1,6 +1,7 @@
-// The database client: one postgres.js pool and the Drizzle instance over it.
+// The database clients: one postgres.js pool with the Drizzle instance over it, and the rate limiter's
+// own connection.
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
-import postgres, { type Sql } from 'postgres';
+import postgres, { type Options, type Sql } from 'postgres';
 import * as schema from './schema.ts';
 
 export type Db = PostgresJsDatabase<typeof schema>;
@@ -8,6 +9,14 @@ export type Db = PostgresJsDatabase<typeof schema>;
 export interface Database {
   readonly sql: Sql;
   readonly db: Db;
+  /**
+   * One connection for the rate limiter's decisions and lease releases (lib/limiter.ts keeps one
+   * statement at a time in flight): they never queue behind data queries that fill the pool, so the
+   * limiter keeps answering, and declining, while the collections are slow.
+   */
+  readonly limiterSql: Sql;
+  /** Closes both, letting statements in flight finish for up to 5 s. */
+  close(): Promise<void>;
 }
 
 export interface DatabaseOptions {
@@ -16,8 +25,7 @@ export interface DatabaseOptions {
 }
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
-  const sql = postgres(url, {
-    max: options.max ?? 10,
+  const common: Options<Record<string, never>> = {
     // A database that is away must turn into a quick 503, not a hanging request.
     connect_timeout: 2,
     // postgres.js waits up to 20 s between reconnection attempts after failures (3^n / 100 s), and
@@ -26,7 +34,15 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     backoff: (retries: number) => Math.min(0.05 * retries, 0.5),
     idle_timeout: 30,
     onnotice: () => {},
-    connection: { application_name: 'collections' },
-  });
-  return { sql, db: drizzle(sql, { schema }) };
+  };
+  const sql = postgres(url, { ...common, max: options.max ?? 10, connection: { application_name: 'collections' } });
+  const limiterSql = postgres(url, { ...common, max: 1, connection: { application_name: 'collections-limiter' } });
+  return {
+    sql,
+    db: drizzle(sql, { schema }),
+    limiterSql,
+    async close() {
+      await Promise.all([sql.end({ timeout: 5 }), limiterSql.end({ timeout: 5 })]);
+    },
+  };
 }

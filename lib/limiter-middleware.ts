@@ -24,7 +24,10 @@ export interface LimiterOptions {
 }
 
 export interface LimiterDeps {
+  /** The pool: housekeeping. */
   readonly sql: Sql;
+  /** The limiter's own connection: decisions and lease releases (Database.limiterSql). */
+  readonly limiterSql: Sql;
   readonly config: Config;
   readonly registry: Registry;
   readonly log: (error: unknown) => void;
@@ -57,7 +60,7 @@ function isRegistration(c: Context): boolean {
 }
 
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
-  const { sql, config, registry, log } = deps;
+  const { sql, limiterSql, config, registry, log } = deps;
   const remoteAddress = options.remoteAddress ?? socketAddress;
   const clockOffset = options.clockOffset ?? (() => 0);
   const leaseTtl = options.leaseTtlSeconds ?? 30;
@@ -65,7 +68,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
   const housekeepingMs = options.housekeepingMs ?? 10_000;
   // The instance's clock only schedules housekeeping; every decision uses the database clock.
   let lastHousekeeping = performance.now();
-  const limiter = databaseLimiter(sql, leaseTtl);
+  const limiter = databaseLimiter(limiterSql, leaseTtl);
 
   function offerHousekeeping(): void {
     if (housekeepingMs <= 0 || performance.now() - lastHousekeeping < housekeepingMs) return;
@@ -89,7 +92,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
         cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url)) : 1,
         clockOffset: clockOffset(),
-      }),
+      }, performance.now() + timeoutMs),
       timeoutMs,
     );
     offerHousekeeping();

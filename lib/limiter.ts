@@ -41,14 +41,19 @@ export interface Lease {
 }
 
 export interface Limiter {
-  /** Charges the request and takes its lease, or declines it. */
-  decide(input: DecisionInput): Promise<Decision>;
+  /**
+   * Charges the request and takes its lease, or declines it. `deadline` (performance.now() milliseconds)
+   * is when the caller stops waiting: a decision not yet sent by then never is, so that a request already
+   * answered 503 is not charged later and holds no lease.
+   */
+  decide(input: DecisionInput, deadline?: number): Promise<Decision>;
   /** Ends a lease; resolves once the slot is free for the subject's next request, at any instance. */
   release(subject: string, lease: Lease): Promise<void>;
 }
 
 interface PendingDecision {
   readonly input: DecisionInput;
+  readonly deadline: number;
   resolve(decision: Decision): void;
   reject(error: unknown): void;
 }
@@ -61,42 +66,46 @@ interface PendingRelease {
 }
 
 /**
- * The limiter's client. Every decision and release asked for in one turn of the event loop goes to the
- * database in one statement, rate_decide (one round trip for each of them): under load, many requests
- * share a statement, its commit and a wake-up of the database backend, and lease releases ride along with
- * the next decisions instead of costing a statement of their own. A release that finds no decision to
- * ride with goes alone (rate_release). `leaseTtl` is the lease time-to-live in seconds; 0 takes no lease
- * (no concurrency cap).
+ * The limiter's client. It keeps one statement at a time in flight: whatever is asked for meanwhile, the
+ * decisions of requests that begin and the lease releases of requests that end, goes to the database as
+ * the next statement, rate_decide (or rate_release when it holds releases only), sent once the one in
+ * flight has answered. Idle, a decision goes at once (in the next turn of the event loop); under load,
+ * requests share a statement, its commit and a wake-up of the database backend, with no timer to wait
+ * for, and each waits at most for the statement in flight before its own. `sql` should be a connection
+ * of the limiter's own (Database.limiterSql), so that decisions never queue behind slow data queries.
+ * `leaseTtl` is the lease time-to-live in seconds; 0 takes no lease (no concurrency cap).
  */
 export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
   let decisions: PendingDecision[] = [];
   let releases: PendingRelease[] = [];
   let scheduled = false;
-  /** Requests of this instance that hold a lease. */
-  let active = 0;
-  let releaseTimer: NodeJS.Timeout | undefined;
-
-  function releaseAlone(): void {
-    releaseTimer = undefined;
-    if (releases.length > 0) schedule();
-  }
+  let inFlight = false;
 
   function schedule(): void {
-    if (scheduled) return;
+    if (scheduled || inFlight) return;
     scheduled = true;
     setImmediate(flush);
   }
 
   function flush(): void {
     scheduled = false;
-    const batch = decisions;
+    const now = performance.now();
+    const batch = decisions.filter((pending) => pending.deadline > now);
+    for (const pending of decisions) if (pending.deadline <= now) pending.reject(new Error('Decision dropped: its caller stopped waiting'));
     const ending = releases;
     decisions = [];
     releases = [];
-    send(batch, ending).catch((error: unknown) => {
-      for (const pending of batch) pending.reject(error);
-      for (const pending of ending) pending.reject(error);
-    });
+    if (batch.length === 0 && ending.length === 0) return;
+    inFlight = true;
+    send(batch, ending)
+      .catch((error: unknown) => {
+        for (const pending of batch) pending.reject(error);
+        for (const pending of ending) pending.reject(error);
+      })
+      .finally(() => {
+        inFlight = false;
+        if (decisions.length > 0 || releases.length > 0) schedule();
+      });
   }
 
   async function send(batch: PendingDecision[], ending: PendingRelease[]): Promise<void> {
@@ -126,23 +135,16 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
   }
 
   return {
-    async decide(input) {
-      const decision = await new Promise<Decision>((resolve, reject) => {
-        decisions.push({ input, resolve, reject });
+    decide(input, deadline = Infinity) {
+      return new Promise<Decision>((resolve, reject) => {
+        decisions.push({ input, deadline, resolve, reject });
         schedule();
       });
-      if (decision.lease !== undefined) active++;
-      return decision;
     },
     release(subject, lease) {
       return new Promise<void>((resolve, reject) => {
         releases.push({ subject, lease, resolve, reject });
-        active = Math.max(0, active - 1);
-        // While other requests are in progress here, wait up to a millisecond for a decision to carry this
-        // release (requests that end together under load mostly share that statement or this one's);
-        // with nothing else going on, send it at once.
-        if (active === 0) schedule();
-        else releaseTimer ??= setTimeout(releaseAlone, 1);
+        schedule();
       });
     },
   };

@@ -2,20 +2,43 @@
 import postgres from 'postgres';
 import t from 'tap';
 import { databaseLimiter, type Decision } from '../lib/limiter.ts';
-import { limitedApp, limits, liveLeases } from './helpers/limiter.ts';
+import { chargedUnits, limitedApp, limits, liveLeases } from './helpers/limiter.ts';
 
 /** An anonymous decision for `address`, as the middleware asks for it. */
 const anonymous = (address: string, clockOffset = 0) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset });
+
+/** Takes a lock (`take`, on a connection of its own, in a transaction) and holds it until `unlock()`. */
+async function holdLock(
+  t: { teardown(fn: () => unknown): void },
+  url: string,
+  take: (sql: postgres.ReservedSql) => Promise<unknown>,
+): Promise<{ sql: postgres.ReservedSql; unlock(): Promise<void> }> {
+  const locker = postgres(url, { max: 1, onnotice: () => {} });
+  t.teardown(() => locker.end({ timeout: 1 }));
+  const sql = await locker.reserve();
+  await sql`begin`;
+  await take(sql);
+  return {
+    sql,
+    async unlock() {
+      await sql`commit`;
+      sql.release();
+    },
+  };
+}
+
+/** Holds the row of `subject` locked, so that a statement deciding for it stays in flight. */
+const lockRow = (t: { teardown(fn: () => unknown): void }, url: string, subject: string) =>
+  holdLock(t, url, async (sql) => {
+    const [row] = await sql`select subject from rate_windows where subject = ${subject} for update`;
+    if (row === undefined) throw new Error(`${subject} has no row to lock`);
+  });
 
 t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases released after', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 100, 60, 2);
   // Hold the products table so that admitted requests stay in flight.
-  const locker = postgres(api.db.url, { max: 1, onnotice: () => {} });
-  t.teardown(() => locker.end({ timeout: 1 }));
-  const reserved = await locker.reserve();
-  await reserved`begin`;
-  await reserved`lock table products in access exclusive mode`;
+  const products = await holdLock(t, api.db.url, (sql) => sql`lock table products in access exclusive mode`);
 
   const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
   // Wait until both hold a lease (they are then blocked on the lock).
@@ -29,12 +52,29 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
   }
   t.equal((await api.request('/v1', { address: '192.0.2.77' })).status, 200, 'another client is not capped');
 
-  await reserved`commit`;
-  reserved.release();
+  await products.unlock();
   const served = await Promise.all(inFlight);
   t.same(served.map((res) => res.status), [200, 200]);
   t.equal(await liveLeases(api.db.sql), 0, 'every lease was released');
   t.equal((await api.request('/v1/products?count=none')).status, 200, 'the cap is free again');
+});
+
+t.test('with every pool connection busy on slow data queries, the limiter still answers and declines', async (t) => {
+  const api = await limitedApp(t); // the test pool has 4 connections
+  await api.setTier('anonymous', 6, 60, 20);
+  const products = await holdLock(t, api.db.url, (sql) => sql`lock table products in access exclusive mode`);
+
+  // Six admitted requests: four block on the lock, holding every pool connection; two queue for one.
+  const admitted = Array.from({ length: 6 }, () => api.request('/v1/products?count=none'));
+  // Watched from the connection that holds the lock: the pool has none to spare.
+  for (let i = 0; i < 100 && (await liveLeases(products.sql)) < 6; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(await liveLeases(products.sql), 6);
+  const declined = await api.request('/v1/products?count=none');
+  t.equal(declined.status, 429, 'declined by the limiter, not a 503 from waiting for the pool');
+  t.equal((await declined.json()).code, 'Request_limit_exceeded');
+
+  await products.unlock();
+  t.same((await Promise.all(admitted)).map((res) => res.status), [200, 200, 200, 200, 200, 200]);
 });
 
 t.test('a lease that a dead instance left behind expires by itself', async (t) => {
@@ -113,8 +153,64 @@ t.test('decisions and releases asked for together share one statement, each call
   const { sql: alone, statements: releaseStatements } = counting(api.db.sql);
   const releaser = databaseLimiter(alone, 30);
   await Promise.all(decisions.map((decision: Decision) => releaser.release(decision.subject, decision.lease!)));
-  t.ok(releaseStatements() <= 2, `20 releases with no decision to ride with: ${releaseStatements()} statements`);
+  t.equal(releaseStatements(), 1, '20 releases with no decision to ride with: one statement');
   t.equal(await liveLeases(api.db.sql), 0, 'every lease was released');
+});
+
+/** Resolves once a statement of the database waits on a row lock. */
+async function someoneWaits(sql: postgres.Sql): Promise<void> {
+  for (let i = 0; i < 250; i++) {
+    const [row] = await sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+    if (row!.n > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error('no statement started waiting on the lock');
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+t.test('one statement in flight: what is asked for meanwhile goes as the next statement, together', async (t) => {
+  const api = await limitedApp(t);
+  const { sql, statements } = counting(api.db.sql);
+  const limiter = databaseLimiter(sql, 30);
+  const lease = (await limiter.decide(anonymous('192.0.2.1'))).lease!; // the client's row now exists
+  const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
+  const first = limiter.decide(anonymous('192.0.2.1'));
+  await someoneWaits(api.db.sql);
+  // Five decisions and a release, each asked for in a turn of the event loop of its own.
+  const later: Promise<unknown>[] = [];
+  for (let i = 0; i < 5; i++) {
+    later.push(limiter.decide(anonymous(`192.0.2.${10 + i}`)));
+    await nextTurn();
+  }
+  later.push(limiter.release('ip:192.0.2.1', lease));
+  await nextTurn();
+  t.equal(statements(), 2, 'nothing more is sent while a statement is in flight');
+  await row.unlock();
+  t.equal((await first).outcome, 'ok');
+  const results = await Promise.all(later);
+  t.equal(statements(), 3, 'then the five decisions and the release go as one statement');
+  t.same(results.slice(0, 5).map((decision) => (decision as Decision).outcome), ['ok', 'ok', 'ok', 'ok', 'ok']);
+  t.equal(await liveLeases(api.db.sql, 'ip:192.0.2.1'), 1, 'the released lease is free, the one taken after it held');
+});
+
+t.test('a decision whose caller stopped waiting is never sent: nothing charged, no lease', async (t) => {
+  const api = await limitedApp(t);
+  const limiter = databaseLimiter(api.db.sql, 30);
+  await limiter.decide(anonymous('192.0.2.1'));
+  const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
+  const first = limiter.decide(anonymous('192.0.2.1'));
+  await someoneWaits(api.db.sql);
+  const late = limiter.decide(anonymous('192.0.2.99'), performance.now() + 50);
+  const onTime = limiter.decide(anonymous('192.0.2.98'), performance.now() + 60_000);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  await row.unlock();
+  await first;
+  await t.rejects(late, /stopped waiting/);
+  t.equal((await onTime).outcome, 'ok', 'a decision still awaited is sent');
+  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.99'), 0);
+  t.equal(await liveLeases(api.db.sql, 'ip:192.0.2.99'), 0);
+  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.98'), 1);
 });
 
 t.test('batches from many instances lock in one order: no deadlock, nothing lost', async (t) => {

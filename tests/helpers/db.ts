@@ -35,7 +35,7 @@ export async function testDatabase(t: Teardown, options: { max?: number } = {}):
   await runMigrations(url);
   const database = openDatabase(url, { max: options.max ?? 4 });
   t.teardown(async () => {
-    await database.sql.end({ timeout: 5 });
+    await database.close();
     await admin.unsafe(`drop database if exists ${name} with (force)`);
     await admin.end();
   });
