@@ -160,7 +160,7 @@ for (const collection of ['products', 'orders', 'events'] as const) {
         const seen = await walk(app, `/v1/${collection}?${params.join('&')}`, pageSizes);
         assert.deepEqual(seen, expected, params.join('&'));
       }),
-      { numRuns: 40 },
+      { numRuns: 40, includeErrorInReport: true },
     );
     t.pass('every walk matched plain SQL');
   });
@@ -193,7 +193,7 @@ t.test('events: the time variant walks both ways and matches plain SQL', async (
         assert.deepEqual(seen, rows.map((r) => Number(r.id)), params.join('&'));
       },
     ),
-    { numRuns: 40 },
+    { numRuns: 40, includeErrorInReport: true },
   );
   t.pass('every time walk matched plain SQL');
 });

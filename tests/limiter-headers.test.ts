@@ -103,7 +103,7 @@ t.test('Remaining, Reset and Retry-After are promises the service keeps', async 
         }
       },
     ),
-    { numRuns: 40, interruptAfterTimeLimit: 60_000 },
+    { numRuns: 40, interruptAfterTimeLimit: 60_000, includeErrorInReport: true },
   );
   t.ok(run >= 10, `${run} random sequences checked`);
 });

@@ -71,7 +71,7 @@ t.test('walking next visits every matching row once, in SQL order', async (t) =>
         throw new Error(`walk of ${first}&${query.join('&')} gave ${seen.length} ids, SQL ${expected.length}`);
       }
     }),
-    { numRuns: 60, seed: Number(process.env.PROPERTY_SEED ?? Date.now() % 2 ** 31) },
+    { numRuns: 60, includeErrorInReport: true, seed: Number(process.env.PROPERTY_SEED ?? Date.now() % 2 ** 31) },
   );
   t.pass('60 random walks matched SQL');
 });
