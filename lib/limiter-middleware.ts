@@ -45,11 +45,16 @@ function unavailable(): ApiError {
   return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
 }
 
-/** Rejects with a 503 `unavailable` when the database takes longer than `ms` (a quick answer, not a hang). */
+/**
+ * Rejects with a 503 `unavailable` when the database takes longer than `ms` (a quick answer, not a hang).
+ * The rejection waits one turn of the event loop after the timer: when the process itself was held up
+ * (a long synchronous task, a paused machine), an answer that arrived meanwhile is read after the timer
+ * fires, in the same turn, and it wins.
+ */
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(unavailable()), ms);
+    timer = setTimeout(() => setImmediate(() => reject(unavailable())), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
@@ -82,19 +87,21 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const credential = registration ? { kind: 'none' as const } : parseAuthorization(c.req.header('authorization'));
     const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));
     const isQuery = collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD');
+    const deciding = limiter.decide({
+      // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
+      keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
+      ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
+      ipTier: registration ? 'registration' : 'anonymous',
+      // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
+      cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url)) : 1,
+      clockOffset: clockOffset(),
+    }, performance.now() + timeoutMs);
     // An unreachable database throws here; the one error handler turns it into a 503.
-    const decision: Decision = await withTimeout(
-      limiter.decide({
-        // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
-        keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
-        ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
-        ipTier: registration ? 'registration' : 'anonymous',
-        // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
-        cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url)) : 1,
-        clockOffset: clockOffset(),
-      }, performance.now() + timeoutMs),
-      timeoutMs,
-    );
+    const decision: Decision = await withTimeout(deciding, timeoutMs).catch((error: unknown) => {
+      // Answered 503 while the decision was on its way: should it still take a lease, give the lease back.
+      deciding.then((late) => late.lease && limiter.release(late.subject, late.lease)).catch(() => {});
+      throw error;
+    });
     offerHousekeeping();
 
     const headers = rateLimitHeaders(decision);

@@ -232,3 +232,40 @@ t.test('batches from many instances lock in one order: no deadlock, nothing lost
   t.same(row, { units: 8 * 5 * 30, subjects: 30 }, 'every request charged exactly once');
   t.equal(await liveLeases(api.db.sql), 0, 'every lease released');
 });
+
+/** Holds the event loop for `ms`, as a long synchronous task or a paused machine would. */
+function holdEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+t.test('an answer that came while the process was held up past the timeout is used, not a 503', async (t) => {
+  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  t.equal((await api.request('/v1')).status, 200); // the client's row now exists
+  // The row's lock ends on the database's own timer, 400 ms after it was taken, with no help from this process.
+  const row = await holdLock(t, api.db.url, async (sql) => {
+    await sql`set idle_in_transaction_session_timeout = 400`;
+    await sql`select subject from rate_windows where subject = 'ip:192.0.2.1' for update`;
+  });
+  t.teardown(() => row.sql.release());
+  const response = api.request('/v1');
+  await nextTurn();
+  await nextTurn(); // the decision is sent, and waits for the lock
+  holdEventLoop(1_000); // meanwhile the lock ends, the decision is answered, and the 200 ms timer falls due
+  t.equal((await response).status, 200);
+});
+
+t.test('a lease granted after its request was answered 503 is given back', async (t) => {
+  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  await api.setTier('anonymous', 100, 60, 1);
+  t.equal((await api.request('/v1')).status, 200); // the client's row now exists
+  const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
+  const late = await api.request('/v1');
+  t.equal(late.status, 503, 'the decision waits on the lock past the timeout');
+  await row.unlock(); // the decision is then made: charged, with a lease
+  for (let i = 0; i < 100 && (await chargedUnits(api.db.sql, 'ip:192.0.2.1')) < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.1'), 2);
+  for (let i = 0; i < 100 && (await liveLeases(api.db.sql)) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(await liveLeases(api.db.sql), 0, 'its lease is released');
+  t.equal((await api.request('/v1')).status, 200, 'the cap of one is free for the next request');
+});
