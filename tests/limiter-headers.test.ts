@@ -30,7 +30,9 @@ interface Served {
 }
 
 t.test('Remaining, Reset and Retry-After are promises the service keeps', async (t) => {
-  const api = await limitedApp(t);
+  // The headers are under test, not the 2.5 s deadline (tests/limiter-concurrency, limiter-db-down): a machine
+  // that stalls for seconds (CI on two busy cores) must not turn a decision into a 503 here.
+  const api = await limitedApp(t, { limiter: { timeoutMs: 60_000 } });
   let run = 0;
   // The database clock as the app sees it: the real clock (same machine) plus the test offset.
   const now = () => Date.now() / 1000 + api.clock;
