@@ -87,6 +87,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const credential = registration ? { kind: 'none' as const } : parseAuthorization(c.req.header('authorization'));
     const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));
     const isQuery = collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD');
+    const abandoned = new AbortController();
     const deciding = limiter.decide({
       // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
       keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
@@ -95,10 +96,12 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
       cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url)) : 1,
       clockOffset: clockOffset(),
-    }, performance.now() + timeoutMs);
+    }, abandoned.signal);
     // An unreachable database throws here; the one error handler turns it into a 503.
     const decision: Decision = await withTimeout(deciding, timeoutMs).catch((error: unknown) => {
-      // Answered 503 while the decision was on its way: should it still take a lease, give the lease back.
+      // Answered 503: a decision still waiting to be sent never is; one already sent that takes a lease
+      // gives it back.
+      abandoned.abort();
       deciding.then((late) => late.lease && limiter.release(late.subject, late.lease)).catch(() => {});
       throw error;
     });

@@ -42,18 +42,18 @@ export interface Lease {
 
 export interface Limiter {
   /**
-   * Charges the request and takes its lease, or declines it. `deadline` (performance.now() milliseconds)
-   * is when the caller stops waiting: a decision not yet sent by then never is, so that a request already
-   * answered 503 is not charged later and holds no lease.
+   * Charges the request and takes its lease, or declines it. Once `signal` aborts (its caller stopped
+   * waiting), a decision not yet sent never is, so that a request already answered 503 is not charged
+   * later and holds no lease; it rejects with the signal's reason.
    */
-  decide(input: DecisionInput, deadline?: number): Promise<Decision>;
+  decide(input: DecisionInput, signal?: AbortSignal): Promise<Decision>;
   /** Ends a lease; resolves once the slot is free for the subject's next request, at any instance. */
   release(subject: string, lease: Lease): Promise<void>;
 }
 
 interface PendingDecision {
   readonly input: DecisionInput;
-  readonly deadline: number;
+  readonly signal: AbortSignal | undefined;
   resolve(decision: Decision): void;
   reject(error: unknown): void;
 }
@@ -89,9 +89,11 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
 
   function flush(): void {
     scheduled = false;
-    const now = performance.now();
-    const batch = decisions.filter((pending) => pending.deadline > now);
-    for (const pending of decisions) if (pending.deadline <= now) pending.reject(new Error('Decision dropped: its caller stopped waiting'));
+    const batch: PendingDecision[] = [];
+    for (const pending of decisions) {
+      if (pending.signal?.aborted) pending.reject(pending.signal.reason);
+      else batch.push(pending);
+    }
     const ending = releases;
     decisions = [];
     releases = [];
@@ -135,9 +137,9 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
   }
 
   return {
-    decide(input, deadline = Infinity) {
+    decide(input, signal) {
       return new Promise<Decision>((resolve, reject) => {
-        decisions.push({ input, deadline, resolve, reject });
+        decisions.push({ input, signal, resolve, reject });
         schedule();
       });
     },

@@ -201,9 +201,10 @@ t.test('a decision whose caller stopped waiting is never sent: nothing charged, 
   const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
   const first = limiter.decide(anonymous('192.0.2.1'));
   await someoneWaits(api.db.sql);
-  const late = limiter.decide(anonymous('192.0.2.99'), performance.now() + 50);
-  const onTime = limiter.decide(anonymous('192.0.2.98'), performance.now() + 60_000);
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  const gaveUp = new AbortController();
+  const late = limiter.decide(anonymous('192.0.2.99'), gaveUp.signal);
+  const onTime = limiter.decide(anonymous('192.0.2.98'), new AbortController().signal);
+  gaveUp.abort(new Error('stopped waiting'));
   await row.unlock();
   await first;
   await t.rejects(late, /stopped waiting/);
@@ -211,6 +212,22 @@ t.test('a decision whose caller stopped waiting is never sent: nothing charged, 
   t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.99'), 0);
   t.equal(await liveLeases(api.db.sql, 'ip:192.0.2.99'), 0);
   t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.98'), 1);
+});
+
+t.test('a request answered 503 while its decision waited to be sent is never charged', async (t) => {
+  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  t.equal((await api.request('/v1')).status, 200); // the row of 192.0.2.1 now exists
+  const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
+  const stuck = api.request('/v1'); // its statement waits on the lock; the next one waits for it
+  await someoneWaits(api.db.sql);
+  const queued = await api.request('/v1', { address: '192.0.2.2' });
+  t.equal(queued.status, 503);
+  t.equal((await stuck).status, 503);
+  await row.unlock();
+  for (let i = 0; i < 100 && (await chargedUnits(api.db.sql, 'ip:192.0.2.1')) < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.1'), 2, 'the decision already sent was made');
+  t.equal((await api.request('/v1', { address: '192.0.2.3' })).status, 200, 'the limiter goes on');
+  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.2'), 0, 'the one not yet sent never was');
 });
 
 t.test('batches from many instances lock in one order: no deadlock, nothing lost', async (t) => {
