@@ -7,6 +7,11 @@ import { chargedUnits, limitedApp, limits, liveLeases } from './helpers/limiter.
 /** An anonymous decision for `address`, as the middleware asks for it. */
 const anonymous = (address: string, clockOffset = 0) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset });
 
+/** Polls `done` every 20 ms for up to 2 s; the assertion that follows says whether it came true. */
+async function until(done: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 100 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 /** Takes a lock (`take`, on a connection of its own, in a transaction) and holds it until `unlock()`. */
 async function holdLock(
   t: { teardown(fn: () => unknown): void },
@@ -42,7 +47,7 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
 
   const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
   // Wait until both hold a lease (they are then blocked on the lock).
-  for (let i = 0; i < 100 && (await liveLeases(api.db.sql)) < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  await until(async () => (await liveLeases(api.db.sql)) >= 2);
   const declined = await Promise.all([1, 2, 3].map(() => api.request('/v1/products?count=none')));
   for (const res of declined) {
     t.equal(res.status, 429);
@@ -67,7 +72,7 @@ t.test('with every pool connection busy on slow data queries, the limiter still 
   // Six admitted requests: four block on the lock, holding every pool connection; two queue for one.
   const admitted = Array.from({ length: 6 }, () => api.request('/v1/products?count=none'));
   // Watched from the connection that holds the lock: the pool has none to spare.
-  for (let i = 0; i < 100 && (await liveLeases(products.sql)) < 6; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  await until(async () => (await liveLeases(products.sql)) >= 6);
   t.equal(await liveLeases(products.sql), 6);
   const declined = await api.request('/v1/products?count=none');
   t.equal(declined.status, 429, 'declined by the limiter, not a 503 from waiting for the pool');
@@ -224,7 +229,7 @@ t.test('a request answered 503 while its decision waited to be sent is never cha
   t.equal(queued.status, 503);
   t.equal((await stuck).status, 503);
   await row.unlock();
-  for (let i = 0; i < 100 && (await chargedUnits(api.db.sql, 'ip:192.0.2.1')) < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  await until(async () => (await chargedUnits(api.db.sql, 'ip:192.0.2.1')) >= 2);
   t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.1'), 2, 'the decision already sent was made');
   t.equal((await api.request('/v1', { address: '192.0.2.3' })).status, 200, 'the limiter goes on');
   t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.2'), 0, 'the one not yet sent never was');
@@ -280,9 +285,9 @@ t.test('a lease granted after its request was answered 503 is given back', async
   const late = await api.request('/v1');
   t.equal(late.status, 503, 'the decision waits on the lock past the timeout');
   await row.unlock(); // the decision is then made: charged, with a lease
-  for (let i = 0; i < 100 && (await chargedUnits(api.db.sql, 'ip:192.0.2.1')) < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  await until(async () => (await chargedUnits(api.db.sql, 'ip:192.0.2.1')) >= 2);
   t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.1'), 2);
-  for (let i = 0; i < 100 && (await liveLeases(api.db.sql)) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  await until(async () => (await liveLeases(api.db.sql)) === 0);
   t.equal(await liveLeases(api.db.sql), 0, 'its lease is released');
   t.equal((await api.request('/v1')).status, 200, 'the cap of one is free for the next request');
 });
