@@ -10,9 +10,9 @@ export interface Database {
   readonly sql: Sql;
   readonly db: Db;
   /**
-   * One connection for the rate limiter's decisions and lease releases (lib/limiter.ts keeps one
-   * statement at a time in flight): they never queue behind data queries that fill the pool, so the
-   * limiter keeps answering, and declining, while the collections are slow.
+   * One connection for the rate limiter's decisions and lease releases (lib/limiter.ts keeps at most two
+   * statements in flight on it, pipelined): they never queue behind data queries that fill the pool, so
+   * the limiter keeps answering, and declining, while the collections are slow.
    */
   readonly limiterSql: Sql;
   /** Closes both, letting statements in flight finish for up to 5 s. */

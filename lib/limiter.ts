@@ -66,23 +66,30 @@ interface PendingRelease {
 }
 
 /**
- * The limiter's client. It keeps one statement at a time in flight: whatever is asked for meanwhile, the
- * decisions of requests that begin and the lease releases of requests that end, goes to the database as
- * the next statement, rate_decide (or rate_release when it holds releases only), sent once the one in
- * flight has answered. Idle, a decision goes at once (in the next turn of the event loop); under load,
- * requests share a statement, its commit and a wake-up of the database backend, with no timer to wait
- * for, and each waits at most for the statement in flight before its own. `sql` should be a connection
- * of the limiter's own (Database.limiterSql), so that decisions never queue behind slow data queries.
- * `leaseTtl` is the lease time-to-live in seconds; 0 takes no lease (no concurrency cap).
+ * Statements the limiter keeps on the wire at once. The second goes out while the first runs, behind it
+ * on the one connection (postgres.js pipelines them): the backend starts it as soon as the first commits,
+ * with no round trip through this process in between. A third would only wait in the socket.
+ */
+const PIPELINE_DEPTH = 2;
+
+/**
+ * The limiter's client. It keeps at most PIPELINE_DEPTH statements in flight: whatever is asked for
+ * meanwhile, the decisions of requests that begin and the lease releases of requests that end, goes to
+ * the database as the next statement, rate_decide (or rate_release when it holds releases only), sent once
+ * one in flight has answered. Idle, a decision goes at once (in the next turn of the event loop); under
+ * load, requests share a statement, its commit and a wake-up of the database backend, with no timer to
+ * wait for, and each waits at most for the statements in flight before its own. `sql` should be a
+ * connection of the limiter's own (Database.limiterSql), so that decisions never queue behind slow data
+ * queries. `leaseTtl` is the lease time-to-live in seconds; 0 takes no lease (no concurrency cap).
  */
 export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
   let decisions: PendingDecision[] = [];
   let releases: PendingRelease[] = [];
   let scheduled = false;
-  let inFlight = false;
+  let inFlight = 0;
 
   function schedule(): void {
-    if (scheduled || inFlight) return;
+    if (scheduled || inFlight >= PIPELINE_DEPTH) return;
     scheduled = true;
     setImmediate(flush);
   }
@@ -98,14 +105,14 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
     decisions = [];
     releases = [];
     if (batch.length === 0 && ending.length === 0) return;
-    inFlight = true;
+    inFlight++;
     send(batch, ending)
       .catch((error: unknown) => {
         for (const pending of batch) pending.reject(error);
         for (const pending of ending) pending.reject(error);
       })
       .finally(() => {
-        inFlight = false;
+        inFlight--;
         if (decisions.length > 0 || releases.length > 0) schedule();
       });
   }

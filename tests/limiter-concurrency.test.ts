@@ -174,14 +174,18 @@ async function someoneWaits(sql: postgres.Sql): Promise<void> {
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
-t.test('one statement in flight: what is asked for meanwhile goes as the next statement, together', async (t) => {
+t.test('two statements in flight at most: what is asked for meanwhile goes as the next statement, together', async (t) => {
   const api = await limitedApp(t);
   const { sql, statements } = counting(api.db.sql);
   const limiter = databaseLimiter(sql, 30);
   const lease = (await limiter.decide(anonymous('192.0.2.1'))).lease!; // the client's row now exists
   const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
   const first = limiter.decide(anonymous('192.0.2.1'));
+  await nextTurn();
+  const second = limiter.decide(anonymous('192.0.2.1'));
   await someoneWaits(api.db.sql);
+  await nextTurn();
+  t.equal(statements(), 3, 'the second decision went out while the first waits');
   // Five decisions and a release, each asked for in a turn of the event loop of its own.
   const later: Promise<unknown>[] = [];
   for (let i = 0; i < 5; i++) {
@@ -190,13 +194,13 @@ t.test('one statement in flight: what is asked for meanwhile goes as the next st
   }
   later.push(limiter.release('ip:192.0.2.1', lease));
   await nextTurn();
-  t.equal(statements(), 2, 'nothing more is sent while a statement is in flight');
+  t.equal(statements(), 3, 'nothing more is sent while two statements are in flight');
   await row.unlock();
-  t.equal((await first).outcome, 'ok');
+  t.same([(await first).outcome, (await second).outcome], ['ok', 'ok']);
   const results = await Promise.all(later);
-  t.equal(statements(), 3, 'then the five decisions and the release go as one statement');
+  t.equal(statements(), 4, 'then the five decisions and the release go as one statement');
   t.same(results.slice(0, 5).map((decision) => (decision as Decision).outcome), ['ok', 'ok', 'ok', 'ok', 'ok']);
-  t.equal(await liveLeases(api.db.sql, 'ip:192.0.2.1'), 1, 'the released lease is free, the one taken after it held');
+  t.equal(await liveLeases(api.db.sql, 'ip:192.0.2.1'), 2, 'the released lease is free, the two taken after it held');
 });
 
 t.test('a decision whose caller stopped waiting is never sent: nothing charged, no lease', async (t) => {
@@ -204,15 +208,18 @@ t.test('a decision whose caller stopped waiting is never sent: nothing charged, 
   const limiter = databaseLimiter(api.db.sql, 30);
   await limiter.decide(anonymous('192.0.2.1'));
   const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
+  // Two statements wait on the lock, so the next decisions wait to be sent.
   const first = limiter.decide(anonymous('192.0.2.1'));
+  await nextTurn();
+  const second = limiter.decide(anonymous('192.0.2.1'));
   await someoneWaits(api.db.sql);
   const gaveUp = new AbortController();
-  const late = limiter.decide(anonymous('192.0.2.99'), gaveUp.signal);
+  const late = t.rejects(limiter.decide(anonymous('192.0.2.99'), gaveUp.signal), /stopped waiting/);
   const onTime = limiter.decide(anonymous('192.0.2.98'), new AbortController().signal);
+  await nextTurn();
   gaveUp.abort(new Error('stopped waiting'));
   await row.unlock();
-  await first;
-  await t.rejects(late, /stopped waiting/);
+  await Promise.all([first, second, late]);
   t.equal((await onTime).outcome, 'ok', 'a decision still awaited is sent');
   t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.99'), 0);
   t.equal(await liveLeases(api.db.sql, 'ip:192.0.2.99'), 0);
@@ -223,16 +230,21 @@ t.test('a request answered 503 while its decision waited to be sent is never cha
   const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
   t.equal((await api.request('/v1')).status, 200); // the row of 192.0.2.1 now exists
   const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
-  const stuck = api.request('/v1'); // its statement waits on the lock; the next one waits for it
+  const stuck = api.request('/v1'); // its statement waits on the lock
   await someoneWaits(api.db.sql);
-  const queued = await api.request('/v1', { address: '192.0.2.2' });
+  const behind = api.request('/v1', { address: '192.0.2.2' }); // sent, and waits behind it on the connection
+  await nextTurn();
+  await nextTurn();
+  const queued = await api.request('/v1', { address: '192.0.2.3' }); // waits for one of the two to answer
   t.equal(queued.status, 503);
+  t.equal((await behind).status, 503);
   t.equal((await stuck).status, 503);
   await row.unlock();
-  await until(async () => (await chargedUnits(api.db.sql, 'ip:192.0.2.1')) >= 2);
-  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.1'), 2, 'the decision already sent was made');
-  t.equal((await api.request('/v1', { address: '192.0.2.3' })).status, 200, 'the limiter goes on');
-  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.2'), 0, 'the one not yet sent never was');
+  await until(async () => (await chargedUnits(api.db.sql, 'ip:192.0.2.2')) >= 1);
+  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.1'), 2, 'the decisions already sent were made');
+  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.2'), 1);
+  t.equal((await api.request('/v1', { address: '192.0.2.4' })).status, 200, 'the limiter goes on');
+  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.3'), 0, 'the one not yet sent never was');
 });
 
 t.test('batches from many instances lock in one order: no deadlock, nothing lost', async (t) => {
