@@ -130,7 +130,7 @@ function medianRound(rounds: Measurement[]): RoundsResult | Error {
 
 function describeRun(options: BenchOptions): string {
   return [
-    `Bench: ${PRODUCTS.toLocaleString('en')} products; autocannon, ${options.connections} connections, ${options.duration} s per row after ${options.warmup} s warm-up,`,
+    `Bench: ${PRODUCTS.toLocaleString('en')} products; autocannon, ${options.connections} connections (unless the row names its clients), ${options.duration} s per row after ${options.warmup} s warm-up,`,
     `${options.rounds} rounds over all rows, each row showing its median round; node ${process.version}.`,
     'Latencies are whole milliseconds over all responses. CPU per response from /proc: the server process, its Postgres',
     'backends (not parallel workers), and this process (autocannon). Compare ratios within one run, not across runs.',

@@ -48,17 +48,25 @@ export const limiterServers: ServerVariant[] = [
   { name: 'peer (rlf Postgres)', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'peer' }, readyPath: '/readyz' },
 ];
 
-export const limiterScenarios: Scenario[] = [
-  { name: 'limiter: chunk, limiter off', server: 'limiter off', path: CHUNK },
-  { name: 'limiter: chunk, ours, one hot key', server: 'service', path: CHUNK, headers: hotKey, setup: async ({ sql }) => insertKeys(sql, MANY) },
-  {
-    name: `limiter: chunk, ours, ${MANY} keys`,
-    server: 'service',
-    setup: async ({ sql }) => (await insertKeys(sql, MANY), { requests: manyKeys(MANY) }),
-  },
-  // Our rate limit without the concurrency cap: one statement per request, like the peer.
-  { name: 'limiter: chunk, ours w/o cap, one hot key', server: 'ours, no cap', path: CHUNK, headers: hotKey, setup: async ({ sql }) => insertKeys(sql, MANY) },
-  { name: `limiter: chunk, ours w/o cap, ${MANY} keys`, server: 'ours, no cap', setup: async ({ sql }) => (await insertKeys(sql, MANY), { requests: manyKeys(MANY) }) },
-  { name: 'limiter: chunk, peer, one hot key', server: 'peer (rlf Postgres)', path: CHUNK, headers: hotKey },
-  { name: `limiter: chunk, peer, ${MANY} keys`, server: 'peer (rlf Postgres)', setup: async () => ({ requests: manyKeys(MANY) }) },
-];
+/**
+ * The limiter's rows for `clients` at once (default: `--connections`, 10). At 10 the machine has CPU to
+ * spare and req/s measures each request's waits; at 64 it is saturated and req/s measures the work per
+ * request, which is what a server's capacity is.
+ */
+function limiterRows(clients?: number): Scenario[] {
+  const prefix = clients === undefined ? 'limiter: chunk' : `limiter, ${clients} clients: chunk`;
+  const keys = async ({ sql }: { sql: Sql }) => insertKeys(sql, MANY);
+  const many = async ({ sql }: { sql: Sql }) => (await insertKeys(sql, MANY), { requests: manyKeys(MANY) });
+  return [
+    { name: `${prefix}, limiter off`, server: 'limiter off', path: CHUNK },
+    { name: `${prefix}, ours, one hot key`, server: 'service', path: CHUNK, headers: hotKey, setup: keys },
+    { name: `${prefix}, ours, ${MANY} keys`, server: 'service', setup: many },
+    // Our rate limit without the concurrency cap: one statement per request, like the peer.
+    { name: `${prefix}, ours w/o cap, one hot key`, server: 'ours, no cap', path: CHUNK, headers: hotKey, setup: keys },
+    { name: `${prefix}, ours w/o cap, ${MANY} keys`, server: 'ours, no cap', setup: many },
+    { name: `${prefix}, peer, one hot key`, server: 'peer (rlf Postgres)', path: CHUNK, headers: hotKey },
+    { name: `${prefix}, peer, ${MANY} keys`, server: 'peer (rlf Postgres)', setup: async () => ({ requests: manyKeys(MANY) }) },
+  ].map((row) => ({ ...row, connections: clients }));
+}
+
+export const limiterScenarios: Scenario[] = [...limiterRows(), ...limiterRows(64)];

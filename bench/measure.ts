@@ -94,6 +94,7 @@ export async function measure(
   const load: Load = { path: scenario.path, headers: scenario.headers, requests: scenario.requests };
   Object.assign(load, await scenario.setup?.({ origin: server.origin, sql: database.sql }));
   await probe(server.origin, load, scenario.expectStatus ?? 200);
+  options = { ...options, connections: scenario.connections ?? options.connections };
   if (options.warmup > 0) await runAutocannon(server.origin, load, options, options.warmup);
 
   const pidsBefore = [server.pid, ...(await backendPids(database.sql, database.local))];

@@ -27,6 +27,8 @@ export interface Scenario extends Load {
   server: string;
   /** Runs after the server is up and before the warm-up; what it returns is merged into the load. */
   setup?: (context: ScenarioContext) => Promise<Load | void>;
+  /** Clients sending at once (autocannon connections); default `--connections`. */
+  connections?: number;
   /** The status a probe request must get before the row is measured (default 200), so a typo is not benchmarked. */
   expectStatus?: number;
   /** The row the others are divided by; exactly one scenario is the baseline. */
