@@ -29,8 +29,10 @@ export function buildApp(deps: AppDeps): Hono {
   const log = deps.log ?? ((error) => console.error(error));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  // Ready when every connection a request needs answers: the pool and, with the limiter on, the limiter's own.
+  const needed = deps.rateLimit ? [database.sql, database.limiterSql] : [database.sql];
   app.get('/readyz', async (c) => {
-    await withTimeout(database.sql`select 1`, 2500);
+    await withTimeout(Promise.all(needed.map((sql) => sql`select 1`)), 2500);
     return c.json({ status: 'ready' });
   });
 

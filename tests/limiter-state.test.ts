@@ -147,3 +147,14 @@ t.test('health, readiness and admin are not rate limited', async (t) => {
     t.equal(res.headers.get('x-ratelimit-limit'), null, `${path} has no rate-limit headers`);
   }
 });
+
+t.test("readiness needs the limiter's connection too: without it, /readyz is 503 while /healthz stays 200", async (t) => {
+  const api = await limitedApp(t);
+  t.equal((await api.request('/readyz')).status, 200);
+  await api.db.limiterSql.end();
+  const res = await api.request('/readyz');
+  t.equal(res.status, 503);
+  t.equal((await res.json()).code, 'unavailable');
+  t.equal((await api.request('/v1')).status, 503, 'as a rate-limited request is');
+  t.equal((await api.request('/healthz')).status, 200);
+});
