@@ -94,13 +94,13 @@ export async function measure(
   const load: Load = { path: scenario.path, headers: scenario.headers, requests: scenario.requests };
   Object.assign(load, await scenario.setup?.({ origin: server.origin, sql: database.sql }));
   await probe(server.origin, load, scenario.expectStatus ?? 200);
-  options = { ...options, connections: scenario.connections ?? options.connections };
-  if (options.warmup > 0) await runAutocannon(server.origin, load, options, options.warmup);
+  const run: LoadOptions = { ...options, connections: scenario.connections ?? options.connections };
+  if (run.warmup > 0) await runAutocannon(server.origin, load, run, run.warmup);
 
   const pidsBefore = [server.pid, ...(await backendPids(database.sql, database.local))];
   const before = snapshot(pidsBefore);
   const loadBefore = process.cpuUsage();
-  const result = await runAutocannon(server.origin, load, options, options.duration);
+  const result = await runAutocannon(server.origin, load, run, run.duration);
   const loadUsed = process.cpuUsage(loadBefore);
   // Backends opened during the run count from zero; the pool keeps them open, so none is lost.
   const after = snapshot([server.pid, ...(await backendPids(database.sql, database.local))]);
