@@ -61,7 +61,7 @@ function limiterRows(clients?: number): Scenario[] {
     { name: `${prefix}, limiter off`, server: 'limiter off', path: CHUNK },
     { name: `${prefix}, ours, one hot key`, server: 'service', path: CHUNK, headers: hotKey, setup: keys },
     { name: `${prefix}, ours, ${MANY} keys`, server: 'service', setup: many },
-    // Our rate limit without the concurrency cap: one statement per request, like the peer.
+    // Our rate limit without the concurrency cap, like the peer: a decision and no lease release.
     { name: `${prefix}, ours w/o cap, one hot key`, server: 'ours, no cap', path: CHUNK, headers: hotKey, setup: keys },
     { name: `${prefix}, ours w/o cap, ${MANY} keys`, server: 'ours, no cap', setup: many },
     { name: `${prefix}, peer, one hot key`, server: 'peer (rlf Postgres)', path: CHUNK, headers: hotKey },

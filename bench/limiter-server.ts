@@ -1,5 +1,5 @@
 // Bench-only entry: the service with our rate limiter off (BENCH_LIMITER=off), with our rate limit but no
-// concurrency cap (BENCH_LIMITER=rate-only: one statement per request, like the peer), or with the peer
+// concurrency cap (BENCH_LIMITER=rate-only: a decision and no lease release, like the peer), or with the peer
 // in its place (BENCH_LIMITER=peer): rate-limiter-flexible's Postgres store in front of the same routes.
 import { serve } from '@hono/node-server';
 import type { MiddlewareHandler } from 'hono';

@@ -7,9 +7,9 @@ import { chargedUnits, limitedApp, limits, liveLeases } from './helpers/limiter.
 /** An anonymous decision for `address`, as the middleware asks for it. */
 const anonymous = (address: string, clockOffset = 0) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset });
 
-/** Polls `done` every 20 ms for up to 2 s; the assertion that follows says whether it came true. */
-async function until(done: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 100 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+/** Polls `done` every 20 ms for up to `ms`; the assertion that follows says whether it came true. */
+async function until(done: () => Promise<boolean>, ms = 2_000): Promise<void> {
+  for (let i = 0; i < ms / 20 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 /** Takes a lock (`take`, on a connection of its own, in a transaction) and holds it until `unlock()`. */
@@ -164,12 +164,10 @@ t.test('decisions and releases asked for together share one statement, each call
 
 /** Resolves once a statement of the database waits on a row lock. */
 async function someoneWaits(sql: postgres.Sql): Promise<void> {
-  for (let i = 0; i < 250; i++) {
-    const [row] = await sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
-    if (row!.n > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error('no statement started waiting on the lock');
+  const waiting = async () =>
+    (await sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)[0]!.n > 0;
+  await until(waiting, 5_000);
+  if (!(await waiting())) throw new Error('no statement started waiting on the lock');
 }
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
