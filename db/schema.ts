@@ -2,6 +2,7 @@
 import { sql } from 'drizzle-orm';
 import {
   bigint,
+  check,
   customType,
   doublePrecision,
   index,
@@ -10,6 +11,7 @@ import {
   text,
   timestamp,
   uniqueIndex,
+  type AnyPgColumn,
 } from 'drizzle-orm/pg-core';
 
 // Key hashes are raw bytes.
@@ -18,6 +20,15 @@ const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
 // Every timestamp is timestamptz at microsecond precision; the service reads it as text
 // (never through a JS Date) so no microsecond is lost.
 const micros = (name: string) => timestamp(name, { withTimezone: true, precision: 6, mode: 'string' });
+
+/**
+ * A collection's timestamps must be printable as RFC 3339, whose years run from 0000 to 9999, and must
+ * order and compare as instants: finite, from year 1 to year 9999 in UTC. Refusing ±infinity, BC dates and
+ * years past 9999 when the row is written keeps every item printable and every cursor followable.
+ */
+function rfc3339Range(name: string, column: AnyPgColumn) {
+  return check(name, sql`${column} >= '0001-01-01T00:00:00Z' and ${column} < '10000-01-01T00:00:00Z'`);
+}
 
 export const products = pgTable(
   'products',
@@ -36,6 +47,7 @@ export const products = pgTable(
     index('products_category_id_idx').on(t.category, t.id),
     // name[prefix] is a LIKE 'abc%'; only a pattern-ops index serves it under a non-C collation.
     index('products_name_prefix_idx').on(t.name.op('text_pattern_ops')),
+    rfc3339Range('products_created_at_rfc3339', t.createdAt),
   ],
 );
 
@@ -53,6 +65,7 @@ export const orders = pgTable(
     index('orders_total_cents_id_idx').on(t.totalCents, t.id),
     index('orders_status_created_at_id_idx').on(t.status, t.createdAt, t.id),
     index('orders_customer_id_created_at_id_idx').on(t.customerId, t.createdAt, t.id),
+    rfc3339Range('orders_created_at_rfc3339', t.createdAt),
   ],
 );
 
@@ -69,6 +82,7 @@ export const events = pgTable(
     index('events_occurred_at_id_idx').on(t.occurredAt, t.id),
     index('events_type_occurred_at_id_idx').on(t.type, t.occurredAt, t.id),
     index('events_source_occurred_at_id_idx').on(t.source, t.occurredAt, t.id),
+    rfc3339Range('events_occurred_at_rfc3339', t.occurredAt),
   ],
 );
 
