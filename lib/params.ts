@@ -78,10 +78,12 @@ export function parseTimestamp(name: string, value: string): string {
     month < 1 || month > 12 ||
     day < 1 || day > daysInMonth(year, month) ||
     Number(h) > 23 || Number(mi) > 59 || Number(s) > 59 ||
-    (!zulu && (Number(oh) > 23 || Number(om) > 59))
+    (!zulu && Number(om) > 59)
   ) {
     throw invalidParameter(name, reason);
   }
+  // PostgreSQL holds UTC offsets up to ±15:59 and refuses the cast beyond (every real zone is within ±14:00).
+  if (!zulu && Number(oh) > 15) throw invalidParameter(name, 'must have a UTC offset from -15:59 to +15:59');
   const offset = zulu ? '+00:00' : `${sign}${oh}:${om}`;
   return `${y}-${mo}-${d}T${h}:${mi}:${s}.${(fraction ?? '').padEnd(6, '0')}${offset}`;
 }
