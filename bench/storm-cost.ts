@@ -10,7 +10,7 @@ if (!databaseUrl) throw new Error('Usage: tsx bench/storm-cost.ts <database url>
 const seconds = Number(secondsText);
 const port = 4290;
 const base = `http://127.0.0.1:${port}`;
-const STORM = '/v1/products?sort=-priceCents,name&offset=999000&count=none';
+const STORM = process.env.STORM ?? '/v1/products?sort=-priceCents,name&offset=999000&count=none';
 const CHEAP = '/v1/products?count=none';
 
 // Fresh keys each run: forget the registrations and windows of earlier runs (the bench's own database).

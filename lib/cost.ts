@@ -61,7 +61,7 @@ function costOf(collection: Collection, params: QueryParams): number {
   return units;
 }
 
-/** The variant the request selects (API.md, "Choosing the variant"), and what it reads. */
+/** The variant the request selects (as selectVariant in lib/variant.ts picks it), and what it reads. */
 function readingOf(collection: Collection, params: QueryParams, pageSize: number, countExact: boolean): Reading {
   const time = collection.timeField;
   const cursor = params.get('cursor');
