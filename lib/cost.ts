@@ -48,21 +48,23 @@ function costOf(collection: Collection, params: QueryParams): number {
   const count = params.get('count') ?? 'exact';
   if (!['exact', 'estimated', 'none'].includes(count)) return 1;
   const reading = readingOf(collection, params, pageSize, count === 'exact');
+  if (reading === undefined) return 1;
   let units = Math.ceil(pageSize / cost.itemsPerUnit) + (reading.exactCount ? cost.exactCount : 0);
-  const rowsPerUnit = reading.firstKey === undefined ? undefined : cost.indexed[reading.firstKey];
-  if (reading.firstKey !== undefined && rowsPerUnit === undefined) {
-    // No index: every chunk reads and sorts the filtered rows, then skips the offset in the sorted
-    // output, which is charged as along the slowest declared index.
-    units += cost.unindexedSort ?? 0;
-    units += Math.floor(reading.offset / Math.min(...Object.values(cost.indexed)));
-  } else if (rowsPerUnit !== undefined) {
-    units += Math.floor(reading.offset / rowsPerUnit);
-  }
+  const { firstKey, offset } = reading;
+  if (firstKey === undefined) return units;
+  const indexed = Object.hasOwn(cost.indexed, firstKey);
+  // No index: every chunk reads and sorts the filtered rows, then skips the offset in the sorted output,
+  // which is charged as along the slowest declared index.
+  if (!indexed) units += cost.unindexedSort ?? 0;
+  units += Math.floor(offset / (indexed ? cost.indexed[firstKey]! : Math.min(...Object.values(cost.indexed))));
   return units;
 }
 
-/** The variant the request selects (as selectVariant in lib/variant.ts picks it), and what it reads. */
-function readingOf(collection: Collection, params: QueryParams, pageSize: number, countExact: boolean): Reading {
+/**
+ * The variant the request selects (as selectVariant in lib/variant.ts picks it), and what it reads;
+ * undefined when the collection does not offer that variant, so the request is a 400.
+ */
+function readingOf(collection: Collection, params: QueryParams, pageSize: number, countExact: boolean): Reading | undefined {
   const time = collection.timeField;
   const cursor = params.get('cursor');
   if (cursor !== undefined) return keyset(cursorFirstKey(collection, cursor));
@@ -74,6 +76,8 @@ function readingOf(collection: Collection, params: QueryParams, pageSize: number
   else if (params.has('page-size')) {
     variant = collection.defaultVariant === 'time' ? 'time' : collection.variants.includes('cursor') ? 'cursor' : 'page';
   }
+  // A variant the collection does not offer is a 400.
+  if (!collection.variants.includes(variant)) return undefined;
   if (variant === 'time') return keyset(time);
   const firstKey = parseSort(collection, params)[0]!.field;
   if (variant === 'cursor') return keyset(firstKey);

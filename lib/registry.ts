@@ -107,7 +107,7 @@ export function defineCollection(declaration: CollectionDeclaration): Collection
   }
   // Every order a request can ask for must have a price: an index, or the surcharge of a sort without one.
   const orderKeys = ['id', ...declaration.sortKeys, ...defaultSort.map((key) => key.field), ...(declaration.timeField ? [declaration.timeField] : [])];
-  const unindexed = orderKeys.find((key) => indexed[key] === undefined);
+  const unindexed = orderKeys.find((key) => !Object.hasOwn(indexed, key));
   if (unindexed !== undefined && !(Number.isSafeInteger(unindexedSort) && unindexedSort! > 0)) {
     fail(`${unindexed} has no index declared in its cost rule, so the rule needs a positive unindexedSort`);
   }

@@ -57,6 +57,11 @@ t.test('a malformed query still costs 1, whatever it asks for', async (t) => {
   ]) {
     t.equal(requestCost(productsCollection, query), 1, query);
   }
+  // orders and events offer no offset or page variant: such a request is a 400, not a deep read.
+  for (const query of ['offset=999000', 'page=9990&page-size=100', 'limit=100']) {
+    t.equal(requestCost(demo.get('orders')!, query), 1, `orders?${query}`);
+    t.equal(requestCost(demo.get('events')!, query), 1, `events?${query}`);
+  }
 });
 
 const withUnindexedName: CollectionDeclaration = {
