@@ -164,7 +164,7 @@ async function checkRefused(t: Test, url: string): Promise<void> {
   });
 }
 
-t.test('PostgreSQL 15 (DATABASE_URL): odd values refused, edges print exactly and walk in any session time zone', async (t) => {
+t.test('the test server (DATABASE_URL, PostgreSQL 15 here): odd values refused, edges print exactly and walk in any session time zone', async (t) => {
   const url = await newDatabase(t, serverUrl());
   await insertEdges(url);
   await checkRefused(t, url);
