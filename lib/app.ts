@@ -5,6 +5,7 @@ import { baseUrl, linkHeader, linksObject, type Links } from './chunk.ts';
 import { serveCollection } from './collections.ts';
 import type { Config } from './config.ts';
 import { adminRoutes } from './admin.ts';
+import { limitBody } from './body.ts';
 import { ApiError, methodNotAllowed, onError } from './errors.ts';
 import { issueKeyHandler } from './keys.ts';
 import { rateLimiter, withTimeout, type LimiterOptions } from './limiter-middleware.ts';
@@ -41,7 +42,7 @@ export function buildApp(deps: AppDeps): Hono {
     const limiter = rateLimiter({ sql: database.sql, limiterSql: database.limiterSql, config, registry, log }, deps.rateLimit);
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
-  app.post('/v1/keys', issueKeyHandler(database.db));
+  app.post('/v1/keys', limitBody(), issueKeyHandler(database.db));
   app.all('/v1/keys', methodNotAllowed('POST'));
   if (config.adminToken) app.route('/admin', adminRoutes(database.db, config.adminToken));
 
