@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { adminRoutes } from './admin.ts';
 import { limitBody } from './body.ts';
 import { ApiError, methodNotAllowed, onError } from './errors.ts';
+import { socketAddress } from './identity.ts';
 import { issueKeyHandler } from './keys.ts';
 import { rateLimiter, withTimeout, type LimiterOptions } from './limiter-middleware.ts';
 import type { Registry } from './registry.ts';
@@ -47,7 +48,7 @@ export function buildApp(deps: AppDeps): Hono {
   if (config.adminToken) app.route('/admin', adminRoutes(database.db, config.adminToken));
 
   app.get('/v1', (c) => {
-    const base = `${baseUrl(c.req.raw, config)}/v1`;
+    const base = `${baseUrl(c.req.raw, config, socketAddress(c))}/v1`;
     const links: Links = { self: base };
     for (const name of registry.keys()) links[name] = `${base}/${name}`;
     c.header('link', linkHeader(links));
@@ -57,7 +58,7 @@ export function buildApp(deps: AppDeps): Hono {
   app.get('/v1/:collection', (c) => {
     const collection = registry.get(c.req.param('collection'));
     if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
-    return serveCollection(c.req.raw, collection, deps);
+    return serveCollection(c.req.raw, collection, deps, socketAddress(c));
   });
 
   app.all('/healthz', methodNotAllowed('GET, HEAD'));

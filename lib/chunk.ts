@@ -1,5 +1,7 @@
 // The chunk envelope and its links, shared by every variant: `_links` in the body and an RFC 8288 Link header.
 import type { Config } from './config.ts';
+import { invalidParameter } from './errors.ts';
+import { peerIsProxy } from './identity.ts';
 import type { QueryParams } from './params.ts';
 
 export type Links = Record<string, string | undefined>;
@@ -53,24 +55,31 @@ export function chunkResponse(
   });
 }
 
+/** A longer origin makes every link, and the Link header, long: no host name is longer (RFC 1035: 253). */
+const MAX_ORIGIN_LENGTH = 300;
+
 /**
- * The absolute base of every href: PUBLIC_URL when set; otherwise the request's own origin,
- * with X-Forwarded-Proto/-Host honoured only under TRUST_PROXY.
+ * The absolute base of every href: PUBLIC_URL when set; otherwise the request's own origin, with
+ * X-Forwarded-Proto/-Host (their first entries, what the proxy nearest the client saw) honoured only
+ * when the socket's peer is one of our proxies (TRUST_PROXY), as for X-Forwarded-For.
  */
-export function baseUrl(request: Request, config: Config): string {
+export function baseUrl(request: Request, config: Config, peer: string | undefined): string {
   if (config.publicUrl) return config.publicUrl;
   const url = new URL(request.url);
-  if (config.trustProxy) {
+  if (peerIsProxy(config.trustProxy, peer)) {
     const proto = request.headers.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase();
     const host = request.headers.get('x-forwarded-host')?.split(',')[0]?.trim();
     if (proto === 'http' || proto === 'https') url.protocol = `${proto}:`;
     if (host && /^[A-Za-z0-9.\-:[\]]+$/.test(host)) {
       try {
         url.host = host;
+        // Setting a host without a port keeps the request's own port: the forwarded host has none.
+        if (!/:\d+$/.test(host)) url.port = '';
       } catch {
         // an unusable forwarded host: keep the request's own
       }
     }
   }
+  if (url.origin.length > MAX_ORIGIN_LENGTH) throw invalidParameter('Host', `must be at most ${MAX_ORIGIN_LENGTH - 10} characters`);
   return url.origin;
 }
