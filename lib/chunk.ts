@@ -2,17 +2,9 @@
 import type { Config } from './config.ts';
 import { invalidParameter } from './errors.ts';
 import { peerIsProxy } from './identity.ts';
-import type { QueryParams } from './params.ts';
+import { encodeQueryComponent, VARIANT_PARAMS, type QueryParams } from './params.ts';
 
 export type Links = Record<string, string | undefined>;
-
-/** Parameters that pick and position a variant; every other parameter is carried into links as sent. */
-const VARIANT_PARAMS = new Set(['limit', 'offset', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after']);
-
-// Leave "," "[" "]" readable in links ("category[in]=a,b", "sort=-name,id"); everything else is percent-encoded.
-function encode(text: string): string {
-  return encodeURIComponent(text).replace(/%2C/gi, ',').replace(/%5B/gi, '[').replace(/%5D/gi, ']');
-}
 
 /**
  * Builds the links of one query: `href({ limit: '20', offset: '40' })` is the collection URL with
@@ -22,7 +14,7 @@ export function linkBuilder(collectionUrl: string, params: QueryParams) {
   const carried = [...params].filter(([name]) => !VARIANT_PARAMS.has(name));
   return function href(variantParams: Record<string, string | number>): string {
     const pairs = [...Object.entries(variantParams).map(([k, v]) => [k, String(v)] as const), ...carried];
-    return pairs.length === 0 ? collectionUrl : `${collectionUrl}?${pairs.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&')}`;
+    return pairs.length === 0 ? collectionUrl : `${collectionUrl}?${pairs.map(([k, v]) => `${encodeQueryComponent(k)}=${encodeQueryComponent(v)}`).join('&')}`;
   };
 }
 

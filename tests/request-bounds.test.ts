@@ -1,8 +1,11 @@
 // What one request may carry, over a real socket: bodies stop at 4 KiB (413), and every link is followable.
 import { readFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { connect } from 'node:net';
 import t from 'tap';
 import { seedTable } from '../db/seed.ts';
+import { MAX_IN_VALUES } from '../lib/filters.ts';
+import { MAX_LINK_QUERY_LENGTH, VARIANT_PARAMS } from '../lib/params.ts';
 import { testDatabase } from './helpers/db.ts';
 import { ADMIN_TOKEN } from './helpers/limiter.ts';
 import { freePort, startServer, type ServerProcess } from './helpers/servers.ts';
@@ -80,9 +83,9 @@ function sendBody(server: ServerProcess, method: string, path: string, bytes: nu
   });
 }
 
-async function boundedServer(t: { teardown(fn: () => unknown): void }): Promise<ServerProcess> {
+async function boundedServer(t: { teardown(fn: () => unknown): void }, rows = 30): Promise<ServerProcess> {
   const db = await testDatabase(t);
-  for (const table of ['products', 'orders', 'events'] as const) await seedTable(db.sql, table, 30);
+  for (const table of ['products', 'orders', 'events'] as const) await seedTable(db.sql, table, rows);
   // Registrations are limited to 5 an hour per address; this test registers more from one.
   await db.sql`update rate_tiers set allowance = 1000000, concurrency = 100 where name in ('registration', 'anonymous')`;
   return startServer(t, await freePort(), { DATABASE_URL: db.url, ADMIN_TOKEN });
@@ -135,4 +138,99 @@ t.test('a body over 4 KiB is a 413 at once, read no further, with or without Con
     duplex: 'half',
   } as RequestInit);
   t.equal(chunkedOver.status, 413, '4097 bytes chunked are not either');
+});
+
+/** Pads an `in` list of real values with made-up ones up to `max` values, then grows the last pad. */
+function inList(real: readonly string[], count: number): string[] {
+  return [...real, ...Array.from({ length: count - real.length }, (_, i) => `p${String(i).padStart(2, '0')}`)];
+}
+
+/**
+ * The largest query the bounds allow: `params` with the values of `inName` padded so that the filters,
+ * sort and count (every parameter but the variant's own), written with only characters links leave as
+ * they are, are exactly MAX_LINK_QUERY_LENGTH long.
+ */
+function largest(params: [string, string][], inName: string): string {
+  const text = (which: [string, string][]) => which.map(([k, v]) => `${k}=${v}`).join('&');
+  const carried = () => params.filter(([k]) => !VARIANT_PARAMS.has(k));
+  const missing = MAX_LINK_QUERY_LENGTH - text(carried()).length;
+  if (missing < 0) throw new Error(`the fixed parameters alone are too long: ${text(carried()).length}`);
+  params.find(([k]) => k === inName)![1] += 'x'.repeat(missing); // the last made-up value grows
+  t.equal(text(carried()).length, MAX_LINK_QUERY_LENGTH);
+  return text(params);
+}
+
+/** GET over a real socket with node:http, which (unlike fetch) lets any header through as it is. */
+function rawGet(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet(url, { headers, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (data: Buffer) => (body += data.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+  });
+}
+
+/** `<href>; rel="name"` pairs of a Link header. */
+function linkHeaderHrefs(header: string): Map<string, string> {
+  return new Map([...header.matchAll(/<([^>]*)>; rel="([^"]+)"/g)].map((m) => [m[2]!, m[1]!]));
+}
+
+t.test('every link of the largest request the bounds allow can be followed, and the Link header stays under 8 KiB', async (t) => {
+  const server = await boundedServer(t, 30);
+  const categories = ['books', 'garden', 'kitchen', 'music', 'outdoor', 'tools', 'toys', 'games'];
+  const statuses = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'];
+  const types = ['login', 'logout', 'purchase', 'refund', 'signup', 'error'];
+  const cases: [string, string][] = [
+    ['products offset', largest([['limit', '2'], ['offset', '2'], ['sort', '-priceCents,name'], ['count', 'exact'], ['priceCents[gte]', '100'], ['category[in]', inList(categories, MAX_IN_VALUES).join(',')]], 'category[in]')],
+    ['products page', largest([['page', '1'], ['page-size', '2'], ['sort', '-priceCents,name'], ['count', 'exact'], ['priceCents[gte]', '100'], ['category[in]', inList(categories, MAX_IN_VALUES).join(',')]], 'category[in]')],
+    ['products cursor', largest([['page-size', '2'], ['sort', '-priceCents,name'], ['priceCents[gte]', '100'], ['category[in]', inList(categories, MAX_IN_VALUES).join(',')]], 'category[in]')],
+    ['orders cursor', largest([['page-size', '2'], ['sort', '-totalCents'], ['totalCents[gte]', '1'], ['status[in]', inList(statuses, MAX_IN_VALUES).join(',')]], 'status[in]')],
+    ['events time, older', largest([['page-size', '2'], ['before', '2999-12-31T23:59:59.999999Z'], ['type[in]', inList(types, MAX_IN_VALUES).join(',')]], 'type[in]')],
+    ['events time, newer', largest([['page-size', '2'], ['after', '1970-01-01T00:00:00.000000Z'], ['type[in]', inList(types, MAX_IN_VALUES).join(',')]], 'type[in]')],
+    ['events cursor', largest([['page-size', '2'], ['since_id', '0'], ['type[in]', inList(types, MAX_IN_VALUES).join(',')]], 'type[in]')],
+  ];
+  const collectionOf = (name: string) => name.split(' ')[0]!;
+  let longestLink = 0;
+  let longestHeader = 0;
+  for (const [name, query] of cases) {
+    const first = await rawGet(`${server.url}/v1/${collectionOf(name)}?${query}`);
+    t.equal(first.status, 200, `${name}: ${first.body.slice(0, 200)}`);
+    // Follow every link of the first chunk, and of the chunk its next link leads to (cursor links).
+    const queue: [string, typeof first][] = [['first request', first]];
+    const followed = new Set<string>();
+    for (let depth = 0; queue.length > 0 && depth < 2; depth++) {
+      for (const [, res] of queue.splice(0)) {
+        const header = String(res.headers.link ?? '');
+        longestHeader = Math.max(longestHeader, header.length);
+        t.ok(header.length < 8192, `${name}: Link header of ${header.length} characters`);
+        const body = JSON.parse(res.body);
+        const links = new Map(Object.entries(body._links as Record<string, { href: string }>).map(([rel, { href }]) => [rel, href]));
+        t.same(linkHeaderHrefs(header), links, `${name}: the Link header carries the body's links`);
+        t.ok(links.has('next'), `${name}: there is a next chunk to follow`);
+        // The whole Link header, echoed back as a request header, is still a request Node and proxies take.
+        const echo = await rawGet(`${server.url}/v1/${collectionOf(name)}?page-size=1`, { link: header });
+        t.equal(echo.status, 200, `${name}: the Link header echoed as a request header`);
+        for (const [rel, href] of links) {
+          longestLink = Math.max(longestLink, href.length);
+          if (followed.has(href)) continue;
+          followed.add(href);
+          const next = await rawGet(href);
+          t.equal(next.status, 200, `${name}: ${rel} (${href.length} characters) can be followed: ${next.body.slice(0, 200)}`);
+          if (rel === 'next' && depth === 0) queue.push([rel, next]);
+        }
+      }
+    }
+  }
+  t.comment(`longest link ${longestLink} characters, longest Link header ${longestHeader} characters`);
+
+  // One character more is a 400 that names the longest parameter and says the limit.
+  const over = await rawGet(`${server.url}/v1/products?${cases[0]![1]}x`);
+  t.equal(over.status, 400);
+  t.equal(over.headers['content-type'], 'application/problem+json');
+  const problem = JSON.parse(over.body);
+  t.equal(problem.code, 'invalid_parameter');
+  t.equal(problem.invalid_params[0].name, 'category[in]');
+  t.match(problem.invalid_params[0].reason, /1025 characters long; at most 1024 are allowed/);
 });
