@@ -233,4 +233,14 @@ t.test('every link of the largest request the bounds allow can be followed, and 
   t.equal(problem.code, 'invalid_parameter');
   t.equal(problem.invalid_params[0].name, 'category[in]');
   t.match(problem.invalid_params[0].reason, /1025 characters long; at most 1024 are allowed/);
+
+  // The origin starts every link: a Host longer than any host name is refused, one of 253 is taken.
+  const port = new URL(server.url).port;
+  const longHost = await rawGet(`${server.url}/v1/products?limit=1`, { host: `${'h'.repeat(300)}:${port}` });
+  t.equal(longHost.status, 400);
+  t.equal(JSON.parse(longHost.body).invalid_params[0].name, 'Host');
+  const longestName = `${'h'.repeat(63)}.${'h'.repeat(63)}.${'h'.repeat(63)}.${'h'.repeat(61)}`;
+  const named = await rawGet(`${server.url}/v1/products?limit=1`, { host: `${longestName}:${port}` });
+  t.equal(named.status, 200, 'a 253-character host name');
+  t.equal(JSON.parse(named.body)._links.self.href, `http://${longestName}:${port}/v1/products?limit=1&offset=0`);
 });
