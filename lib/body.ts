@@ -9,8 +9,9 @@ export const MAX_BODY_BYTES = 4096;
 
 /**
  * Refuses a body larger than `maxBytes` with a 413: at once when Content-Length says so, otherwise
- * (chunked) as soon as the bytes read pass the limit, holding at most `maxBytes`. The 413 closes the
- * connection, so the rest of the body is never read into the process.
+ * (chunked) as soon as the bytes read pass the limit, holding at most `maxBytes` (hono/body-limit).
+ * Nothing past the limit is kept: @hono/node-server discards what the client still sends and closes
+ * the connection shortly after the answer.
  */
 export function limitBody(maxBytes: number = MAX_BODY_BYTES): MiddlewareHandler {
   const reason = `must be at most ${maxBytes} bytes`;

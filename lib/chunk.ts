@@ -72,6 +72,8 @@ export function baseUrl(request: Request, config: Config, peer: string | undefin
       }
     }
   }
-  if (url.origin.length > MAX_ORIGIN_LENGTH) throw invalidParameter('Host', `must be at most ${MAX_ORIGIN_LENGTH - 10} characters`);
+  if (url.origin.length > MAX_ORIGIN_LENGTH) {
+    throw invalidParameter('Host', `makes links start with ${url.origin.length} characters; at most ${MAX_ORIGIN_LENGTH} are allowed`);
+  }
   return url.origin;
 }

@@ -13,16 +13,16 @@ function decode(component: string, name: string): string {
   }
 }
 
-/**
- * What one request may carry. Every link the service hands out repeats the request's filters, sort
- * and count, and offset and page chunks send five links in the Link header: 1024 characters of them,
- * as links write them, keep each link under 1.5 KiB and the Link header under 8 KiB (nginx and Apache
- * refuse a header line or request line longer than 8 KiB; Node answers 431 past 16 KiB of headers).
- * A cursor carries the same filters, base64url-encoded: under 2 KiB, so a followed link is too, and a
- * query with a cursor and the filters beside it stays under MAX_QUERY_LENGTH.
- */
+// What one request may carry. Every link the service hands out repeats the request's filters, sort
+// and count, and offset and page chunks send five links in the Link header: 1024 characters of them,
+// as links write them, keep each link under 1.5 KiB and the Link header under 8 KiB (nginx and Apache
+// refuse a header line or request line longer than 8 KiB; Node answers 431 past 16 KiB of headers).
+// A cursor carries the same filters, base64url-encoded: under 2 KiB, so a followed link is too, and a
+// query with a cursor and the filters beside it stays under MAX_QUERY_LENGTH.
+
 /** The raw query string without its cursor: a cheap bound before anything is decoded. */
 export const MAX_QUERY_LENGTH = 4096;
+/** The filters, sort and count of a query (every parameter but the variant's own), as links write them. */
 export const MAX_LINK_QUERY_LENGTH = 1024;
 
 /**
