@@ -138,6 +138,13 @@ t.test('a body over 4 KiB is a 413 at once, read no further, with or without Con
     duplex: 'half',
   } as RequestInit);
   t.equal(chunkedOver.status, 413, '4097 bytes chunked are not either');
+  const chunkedAtLimit = await fetch(`${server.url}/v1/keys`, {
+    method: 'POST',
+    body: new ReadableStream({ start(controller) { controller.enqueue(new TextEncoder().encode(padded(4096))); controller.close(); } }),
+    duplex: 'half',
+  } as RequestInit);
+  t.equal(chunkedAtLimit.status, 201, '4096 bytes chunked are taken');
+  t.equal((await chunkedAtLimit.json()).name, 'x');
 });
 
 /** Pads an `in` list of real values with made-up ones up to `max` values, then grows the last pad. */
