@@ -49,11 +49,12 @@ export function socketAddress(c: Context): string | undefined {
   }
 }
 
-/**
- * The trust function of a setting; throws proxy-addr's TypeError on an address it cannot read
- * (config.ts turns that into a ConfigError). Compiled once per setting.
- */
 const compiled = new WeakMap<TrustProxy, TrustFunction>();
+
+/**
+ * The trust function of a setting, compiled once per setting; throws proxy-addr's TypeError on an
+ * address it cannot read (config.ts checks every setting at start-up).
+ */
 export function trustFunction(trust: TrustProxy): TrustFunction {
   let fn = compiled.get(trust);
   if (fn === undefined) {
