@@ -1,19 +1,35 @@
 // The operator API (API.md, "Keys and the operator API"): tiers and keys, behind ADMIN_TOKEN.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
+import * as v from 'valibot';
 import type { Db } from '../db/client.ts';
 import { apiKeys, rateTiers } from '../db/schema.ts';
+import { limitBody, readJson, validate } from './body.ts';
 import { ApiError, invalidParameter, methodNotAllowed } from './errors.ts';
+import { timestampText } from './registry.ts';
 
 const TIER_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
-const tierFields = {
-  limit: { min: 1, max: 1_000_000_000 },
-  windowSeconds: { min: 1, max: 30 * 86_400 },
-  concurrency: { min: 1, max: 1_000_000 },
-} as const;
+const tierNameReason = 'must be 1 to 40 of a-z, 0-9, _ and -, starting with a letter';
+// Issued ids are "key_" and 12 base64url characters; anything of that alphabet may be looked up (404).
+const KEY_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
-type TierBody = { limit: number; windowSeconds: number; concurrency: number };
+function integerIn(min: number, max: number) {
+  const reason = `must be an integer from ${min} to ${max}`;
+  return v.pipe(v.number(reason), v.integer(reason), v.minValue(min, reason), v.maxValue(max, reason));
+}
+
+// Strict objects: a field the schema does not name (`burst`, `toString`, `__proto__`) is a 400 naming it.
+const tierBody = v.strictObject({
+  limit: integerIn(1, 1_000_000_000),
+  windowSeconds: integerIn(1, 30 * 86_400),
+  concurrency: integerIn(1, 1_000_000),
+});
+const keyBody = v.strictObject({
+  tier: v.pipe(v.string('must be the name of a tier'), v.regex(TIER_NAME, 'must be the name of a tier')),
+});
+const tierParams = v.object({ name: v.pipe(v.string(), v.regex(TIER_NAME, tierNameReason)) });
+const keyParams = v.object({ id: v.pipe(v.string(), v.regex(KEY_ID, 'must be 1 to 64 of A-Z, a-z, 0-9, _ and -')) });
 
 // xmax = 0 only on a freshly inserted row: tells create (201) from change (200) in one statement.
 const sqlCreated = sql<boolean>`(xmax = 0)`;
@@ -35,30 +51,6 @@ function requireToken(adminToken: string): MiddlewareHandler {
   };
 }
 
-async function readObject(c: Context): Promise<Record<string, unknown>> {
-  let body: unknown;
-  try {
-    body = JSON.parse(await c.req.text());
-  } catch {
-    throw invalidParameter('body', 'must be a JSON object');
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidParameter('body', 'must be a JSON object');
-  return body as Record<string, unknown>;
-}
-
-function parseTierBody(body: Record<string, unknown>): TierBody {
-  for (const field of Object.keys(body)) if (!(field in tierFields)) throw invalidParameter(field, 'is not a known field');
-  const values: Partial<TierBody> = {};
-  for (const [field, { min, max }] of Object.entries(tierFields) as [keyof TierBody, { min: number; max: number }][]) {
-    const value = body[field];
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      throw invalidParameter(field, `must be an integer from ${min} to ${max}`);
-    }
-    values[field] = value;
-  }
-  return values as TierBody;
-}
-
 const tierColumns = {
   name: rateTiers.name,
   limit: rateTiers.allowance,
@@ -66,7 +58,14 @@ const tierColumns = {
   concurrency: rateTiers.concurrency,
 };
 
-const keyColumns = { id: apiKeys.id, prefix: apiKeys.prefix, name: apiKeys.name, tier: apiKeys.tier, createdAt: apiKeys.createdAt };
+const keyColumns = {
+  id: apiKeys.id,
+  prefix: apiKeys.prefix,
+  name: apiKeys.name,
+  tier: apiKeys.tier,
+  // RFC 3339 UTC with six fractional digits, like every timestamp the API prints.
+  createdAt: sql<string>`${timestampText(apiKeys.createdAt)}`,
+};
 
 /**
  * The /admin routes. Every change is a plain write to the tables that each rate-limit decision reads
@@ -74,7 +73,7 @@ const keyColumns = { id: apiKeys.id, prefix: apiKeys.prefix, name: apiKeys.name,
  */
 export function adminRoutes(db: Db, adminToken: string): Hono {
   const admin = new Hono();
-  admin.use('*', requireToken(adminToken));
+  admin.use('*', requireToken(adminToken), limitBody());
 
   admin.get('/tiers', async (c) => {
     const tiers = await db.select(tierColumns).from(rateTiers).orderBy(asc(rateTiers.allowance), asc(rateTiers.name));
@@ -82,9 +81,8 @@ export function adminRoutes(db: Db, adminToken: string): Hono {
   });
 
   admin.put('/tiers/:name', async (c) => {
-    const name = c.req.param('name');
-    if (!TIER_NAME.test(name)) throw invalidParameter('name', 'must be 1 to 40 of a-z, 0-9, _ and -, starting with a letter');
-    const tier = parseTierBody(await readObject(c));
+    const { name } = validate(tierParams, c.req.param());
+    const tier = await readJson(c, tierBody);
     const values = { allowance: tier.limit, windowSeconds: tier.windowSeconds, concurrency: tier.concurrency };
     const [row] = await db
       .insert(rateTiers)
@@ -95,28 +93,27 @@ export function adminRoutes(db: Db, adminToken: string): Hono {
   });
 
   admin.patch('/keys/:id', async (c) => {
-    const body = await readObject(c);
-    for (const field of Object.keys(body)) if (field !== 'tier') throw invalidParameter(field, 'is not a known field');
-    if (typeof body.tier !== 'string') throw invalidParameter('tier', 'must be the name of a tier');
-    const tierName = body.tier;
+    const { id } = validate(keyParams, c.req.param());
+    const { tier: tierName } = await readJson(c, keyBody);
     const [known] = await db.select({ name: rateTiers.name }).from(rateTiers).where(eq(rateTiers.name, tierName));
     if (!known) throw invalidParameter('tier', `names no tier: ${tierName}`);
     const [key] = await db
       .update(apiKeys)
       .set({ tier: tierName })
-      .where(and(eq(apiKeys.id, c.req.param('id')), isNull(apiKeys.revokedAt)))
+      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
       .returning(keyColumns);
-    if (!key) throw new ApiError('not_found', `No key with id ${c.req.param('id')}`);
+    if (!key) throw new ApiError('not_found', `No key with id ${id}`);
     return c.json(key);
   });
 
   admin.delete('/keys/:id', async (c) => {
+    const { id } = validate(keyParams, c.req.param());
     const [key] = await db
       .update(apiKeys)
       .set({ revokedAt: sqlNow })
-      .where(and(eq(apiKeys.id, c.req.param('id')), isNull(apiKeys.revokedAt)))
+      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
       .returning({ id: apiKeys.id });
-    if (!key) throw new ApiError('not_found', `No key with id ${c.req.param('id')}`);
+    if (!key) throw new ApiError('not_found', `No key with id ${id}`);
     return c.body(null, 204);
   });
 

@@ -5,7 +5,9 @@ import { baseUrl, linkHeader, linksObject, type Links } from './chunk.ts';
 import { serveCollection } from './collections.ts';
 import type { Config } from './config.ts';
 import { adminRoutes } from './admin.ts';
+import { limitBody } from './body.ts';
 import { ApiError, methodNotAllowed, onError } from './errors.ts';
+import { socketAddress } from './identity.ts';
 import { issueKeyHandler } from './keys.ts';
 import { rateLimiter, withTimeout, type LimiterOptions } from './limiter-middleware.ts';
 import type { Registry } from './registry.ts';
@@ -41,12 +43,12 @@ export function buildApp(deps: AppDeps): Hono {
     const limiter = rateLimiter({ sql: database.sql, limiterSql: database.limiterSql, config, registry, log }, deps.rateLimit);
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
-  app.post('/v1/keys', issueKeyHandler(database.db));
+  app.post('/v1/keys', limitBody(), issueKeyHandler(database.db));
   app.all('/v1/keys', methodNotAllowed('POST'));
   if (config.adminToken) app.route('/admin', adminRoutes(database.db, config.adminToken));
 
   app.get('/v1', (c) => {
-    const base = `${baseUrl(c.req.raw, config)}/v1`;
+    const base = `${baseUrl(c.req.raw, config, socketAddress(c))}/v1`;
     const links: Links = { self: base };
     for (const name of registry.keys()) links[name] = `${base}/${name}`;
     c.header('link', linkHeader(links));
@@ -56,7 +58,7 @@ export function buildApp(deps: AppDeps): Hono {
   app.get('/v1/:collection', (c) => {
     const collection = registry.get(c.req.param('collection'));
     if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
-    return serveCollection(c.req.raw, collection, deps);
+    return serveCollection(c.req.raw, collection, deps, socketAddress(c));
   });
 
   app.all('/healthz', methodNotAllowed('GET, HEAD'));

@@ -1,16 +1,10 @@
 // The chunk envelope and its links, shared by every variant: `_links` in the body and an RFC 8288 Link header.
 import type { Config } from './config.ts';
-import type { QueryParams } from './params.ts';
+import { invalidParameter } from './errors.ts';
+import { peerIsProxy } from './identity.ts';
+import { encodeQueryComponent, VARIANT_PARAMS, type QueryParams } from './params.ts';
 
 export type Links = Record<string, string | undefined>;
-
-/** Parameters that pick and position a variant; every other parameter is carried into links as sent. */
-const VARIANT_PARAMS = new Set(['limit', 'offset', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after']);
-
-// Leave "," "[" "]" readable in links ("category[in]=a,b", "sort=-name,id"); everything else is percent-encoded.
-function encode(text: string): string {
-  return encodeURIComponent(text).replace(/%2C/gi, ',').replace(/%5B/gi, '[').replace(/%5D/gi, ']');
-}
 
 /**
  * Builds the links of one query: `href({ limit: '20', offset: '40' })` is the collection URL with
@@ -20,7 +14,7 @@ export function linkBuilder(collectionUrl: string, params: QueryParams) {
   const carried = [...params].filter(([name]) => !VARIANT_PARAMS.has(name));
   return function href(variantParams: Record<string, string | number>): string {
     const pairs = [...Object.entries(variantParams).map(([k, v]) => [k, String(v)] as const), ...carried];
-    return pairs.length === 0 ? collectionUrl : `${collectionUrl}?${pairs.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&')}`;
+    return pairs.length === 0 ? collectionUrl : `${collectionUrl}?${pairs.map(([k, v]) => `${encodeQueryComponent(k)}=${encodeQueryComponent(v)}`).join('&')}`;
   };
 }
 
@@ -53,24 +47,33 @@ export function chunkResponse(
   });
 }
 
+/** A longer origin makes every link, and the Link header, long: no host name is longer (RFC 1035: 253). */
+const MAX_ORIGIN_LENGTH = 300;
+
 /**
- * The absolute base of every href: PUBLIC_URL when set; otherwise the request's own origin,
- * with X-Forwarded-Proto/-Host honoured only under TRUST_PROXY.
+ * The absolute base of every href: PUBLIC_URL when set; otherwise the request's own origin, with
+ * X-Forwarded-Proto/-Host (their first entries, what the proxy nearest the client saw) honoured only
+ * when the socket's peer is one of our proxies (TRUST_PROXY), as for X-Forwarded-For.
  */
-export function baseUrl(request: Request, config: Config): string {
+export function baseUrl(request: Request, config: Config, peer: string | undefined): string {
   if (config.publicUrl) return config.publicUrl;
   const url = new URL(request.url);
-  if (config.trustProxy) {
+  if (peerIsProxy(config.trustProxy, peer)) {
     const proto = request.headers.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase();
     const host = request.headers.get('x-forwarded-host')?.split(',')[0]?.trim();
     if (proto === 'http' || proto === 'https') url.protocol = `${proto}:`;
     if (host && /^[A-Za-z0-9.\-:[\]]+$/.test(host)) {
       try {
         url.host = host;
+        // Setting a host without a port keeps the request's own port: the forwarded host has none.
+        if (!/:\d+$/.test(host)) url.port = '';
       } catch {
         // an unusable forwarded host: keep the request's own
       }
     }
+  }
+  if (url.origin.length > MAX_ORIGIN_LENGTH) {
+    throw invalidParameter('Host', `makes links start with ${url.origin.length} characters; at most ${MAX_ORIGIN_LENGTH} are allowed`);
   }
   return url.origin;
 }

@@ -25,14 +25,15 @@ export interface CollectionDeps {
   readonly cursorSecret: string;
 }
 
-export async function serveCollection(request: Request, collection: Collection, deps: CollectionDeps): Promise<Response> {
+/** `peer`: the socket's remote address, which decides whether forwarded host and proto count. */
+export async function serveCollection(request: Request, collection: Collection, deps: CollectionDeps, peer: string | undefined): Promise<Response> {
   const params = parseQueryString(rawQueryOf(request.url));
   const { variant: name, cursor } = selectVariant(collection, params, deps.cursorSecret);
   const variant = variants[name];
   checkParamsTaken(variant, params.keys(), (param) => isFilterName(collection, param));
   const filters = parseFilters(collection, params);
   const sort = variant.takes.includes('sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort);
-  const collectionUrl = `${baseUrl(request, deps.config)}/v1/${collection.name}`;
+  const collectionUrl = `${baseUrl(request, deps.config, peer)}/v1/${collection.name}`;
   const href = linkBuilder(collectionUrl, params);
   return variant.serve({ collection, params, filters, sort, cursor, cursorSecret: deps.cursorSecret, database: deps.database, collectionUrl, href });
 }

@@ -1,4 +1,6 @@
 // Service configuration: the environment parsed once into a typed, frozen object.
+import proxyaddr from 'proxy-addr';
+import type { TrustProxy } from './identity.ts';
 
 export interface Config {
   readonly port: number;
@@ -6,8 +8,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** Base of every absolute href; unset: taken from each request's own URL. */
   readonly publicUrl: string | undefined;
-  /** Honour X-Forwarded-For / -Host / -Proto only when set. */
-  readonly trustProxy: boolean;
+  /** Which peers are our proxies, whose X-Forwarded-For / -Host / -Proto count; none when unset. */
+  readonly trustProxy: TrustProxy;
   /** Unset: the operator API is off (404). */
   readonly adminToken: string | undefined;
   /** Unset: generated once and kept in the database, shared by all instances. */
@@ -47,11 +49,31 @@ function parseUrl(name: string, value: string | undefined, protocols: string[]):
   return value;
 }
 
-function parseBoolean(name: string, value: string | undefined): boolean {
-  if (value === undefined) return false;
-  if (/^(1|true|yes|on)$/i.test(value)) return true;
-  if (/^(0|false|no|off)$/i.test(value)) return false;
-  throw new ConfigError(`Invalid ${name}: expected true or false, got "${value}"`);
+const TRUST_PROXY_FORMS = 'a hop count (1: the one proxy in front of every instance) or a comma list of proxy addresses and CIDRs (10.0.0.0/8, ::1, loopback)';
+
+/**
+ * TRUST_PROXY in proxy-addr's terms: a hop count, or the proxies' addresses and CIDRs. "true" is
+ * refused: trusting X-Forwarded-For from any peer lets a client that reaches an instance directly
+ * pick its own address, and so a fresh allowance per request.
+ */
+function parseTrustProxy(value: string | undefined): TrustProxy {
+  if (value === undefined || /^(false|no|off)$/i.test(value)) return { kind: 'none' };
+  if (/^(true|yes|on)$/i.test(value)) {
+    throw new ConfigError(`Invalid TRUST_PROXY: "${value}" would trust X-Forwarded-For from any client; name your proxies with ${TRUST_PROXY_FORMS}`);
+  }
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops > 16) throw new ConfigError(`Invalid TRUST_PROXY: expected at most 16 hops, got "${value}"`);
+    return hops === 0 ? { kind: 'none' } : { kind: 'hops', hops };
+  }
+  const addresses = value.split(',').map((part) => part.trim());
+  try {
+    if (addresses.includes('')) throw new TypeError('an empty entry');
+    proxyaddr.compile(addresses);
+  } catch (error) {
+    throw new ConfigError(`Invalid TRUST_PROXY: ${(error as Error).message} in "${value}"; expected ${TRUST_PROXY_FORMS}`);
+  }
+  return Object.freeze({ kind: 'addresses', addresses: Object.freeze(addresses) });
 }
 
 function parseSecret(name: string, value: string | undefined, minLength: number): string | undefined {
@@ -69,7 +91,7 @@ export function parseConfig(env: Env): Config {
     port: parsePort(optional(env, 'PORT')),
     databaseUrl: parseUrl('DATABASE_URL', optional(env, 'DATABASE_URL'), ['postgres:', 'postgresql:']),
     publicUrl: publicUrl?.replace(/\/+$/, ''),
-    trustProxy: parseBoolean('TRUST_PROXY', optional(env, 'TRUST_PROXY')),
+    trustProxy: parseTrustProxy(optional(env, 'TRUST_PROXY')),
     adminToken: parseSecret('ADMIN_TOKEN', optional(env, 'ADMIN_TOKEN'), 16),
     cursorSecret: parseSecret('CURSOR_SECRET', optional(env, 'CURSOR_SECRET'), 32),
   });

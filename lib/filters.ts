@@ -12,7 +12,8 @@ export interface Filter {
 }
 
 const FILTER_NAME = /^([A-Za-z][A-Za-z0-9]*)(?:\[([a-z]+)\])?$/;
-const MAX_IN_VALUES = 100;
+/** The most values one `in` filter takes: more would be a long query for one filter (see MAX_LINK_QUERY_LENGTH). */
+export const MAX_IN_VALUES = 100;
 const MAX_TEXT_LENGTH = 1000;
 const INT4 = 2 ** 31;
 

@@ -1,11 +1,10 @@
 // Hono middleware in front of /v1: identify the client, charge the allowance, hold a concurrency lease.
-import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Sql } from 'postgres';
 import type { Config } from './config.ts';
 import { requestCost } from './cost.ts';
 import { ApiError, isDatabaseUnavailable } from './errors.ts';
-import { clientSubject, parseAuthorization } from './identity.ts';
+import { clientSubject, parseAuthorization, socketAddress } from './identity.ts';
 import { databaseLimiter, housekeep, rateLimitHeaders, type Decision } from './limiter.ts';
 import { rawQueryOf } from './params.ts';
 import type { Registry } from './registry.ts';
@@ -31,14 +30,6 @@ export interface LimiterDeps {
   readonly config: Config;
   readonly registry: Registry;
   readonly log: (error: unknown) => void;
-}
-
-function socketAddress(c: Context): string | undefined {
-  try {
-    return getConnInfo(c).remote.address;
-  } catch {
-    return undefined; // app.request() in tests: no socket
-  }
 }
 
 function unavailable(): ApiError {
@@ -83,6 +74,8 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
 
   return async function rateLimit(c, next) {
     const registration = isRegistration(c);
+    // Throws a 400 when a trusted proxy passed an X-Forwarded-For entry that is no address: nobody is
+    // charged then, least of all the proxy, whose address every client behind it shares.
     const address = clientSubject(remoteAddress(c), c.req.header('x-forwarded-for'), config.trustProxy);
     const credential = registration ? { kind: 'none' as const } : parseAuthorization(c.req.header('authorization'));
     const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));

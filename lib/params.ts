@@ -13,11 +13,47 @@ function decode(component: string, name: string): string {
   }
 }
 
+// What one request may carry. Every link the service hands out repeats the request's filters, sort
+// and count, and offset and page chunks send five links in the Link header: 1024 characters of them,
+// as links write them, keep each link under 1.5 KiB and the Link header under 8 KiB (nginx and Apache
+// refuse a header line or request line longer than 8 KiB; Node answers 431 past 16 KiB of headers).
+// A cursor carries the same filters, base64url-encoded: under 2 KiB, so a followed link is too, and a
+// query with a cursor and the filters beside it stays under MAX_QUERY_LENGTH.
+
+/** The raw query string without its cursor: a cheap bound before anything is decoded. */
+export const MAX_QUERY_LENGTH = 4096;
+/** The filters, sort and count of a query (every parameter but the variant's own), as links write them. */
+export const MAX_LINK_QUERY_LENGTH = 1024;
+
 /**
- * Parses a raw query string (without "?"). An empty value, a repeated name or bad
- * percent-encoding is a 400 naming the parameter; nothing is silently dropped.
+ * Parameters that pick and position a variant: each link writes its own (of a fixed format, at most
+ * 60 characters in all); every other parameter is carried into links as sent.
+ */
+export const VARIANT_PARAMS: ReadonlySet<string> = new Set(['limit', 'offset', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after']);
+
+// Leave "," "[" "]" readable in links ("category[in]=a,b", "sort=-name,id"); everything else is percent-encoded.
+export function encodeQueryComponent(text: string): string {
+  return encodeURIComponent(text).replace(/%2C/gi, ',').replace(/%5B/gi, '[').replace(/%5D/gi, ']');
+}
+
+/** A 400 for a query that is too long, naming its longest parameter: the one to shorten. */
+function tooLong(pieces: readonly [name: string, length: number][], length: number, limit: number, what: string): never {
+  const [name] = pieces.reduce((longest, piece) => (piece[1] > longest[1] ? piece : longest), ['(query)', -1]);
+  throw invalidParameter(name, `makes ${what} ${length} characters long; at most ${limit} are allowed`);
+}
+
+/**
+ * Parses a raw query string (without "?"). An empty value, a repeated name, bad percent-encoding,
+ * a control character or a query longer than the bounds above is a 400 naming the parameter;
+ * nothing is silently dropped.
  */
 export function parseQueryString(raw: string): QueryParams {
+  if (raw.length > MAX_QUERY_LENGTH) {
+    // A cursor is checked by its own rules (a 400 invalid_cursor); only the rest counts here.
+    const pieces = raw.split('&').filter((piece) => !piece.startsWith('cursor=')).map((piece): [string, number] => [piece.split('=')[0]!.slice(0, 100), piece.length]);
+    const length = pieces.reduce((sum, [, n]) => sum + n + 1, -1);
+    if (length > MAX_QUERY_LENGTH) tooLong(pieces, length, MAX_QUERY_LENGTH, 'the query string without its cursor');
+  }
   const params = new Map<string, string>();
   for (const piece of raw.split('&')) {
     if (piece === '') continue; // "a=1&&b=2" or a trailing "&": no parameter there
@@ -28,10 +64,15 @@ export function parseQueryString(raw: string): QueryParams {
     const value = eq === -1 ? '' : decode(piece.slice(eq + 1), name);
     if (params.has(name)) throw invalidParameter(name, 'must not be repeated');
     if (value === '') throw invalidParameter(name, 'must not be empty');
-    // PostgreSQL text cannot hold NUL; refuse it here rather than fail in the database.
-    if (value.includes('\u0000')) throw invalidParameter(name, 'must not contain a NUL character');
+    // PostgreSQL text cannot hold NUL; other control characters would grow every cursor that
+    // carries them six-fold (JSON escapes): refuse them here rather than fail later.
+    if (/[\u0000-\u001f\u007f]/.test(value)) throw invalidParameter(name, 'must not contain a NUL or other control character');
     params.set(name, value);
   }
+  const carried = [...params].filter(([name]) => !VARIANT_PARAMS.has(name));
+  const pieces = carried.map(([name, value]): [string, number] => [name, encodeQueryComponent(name).length + 1 + encodeQueryComponent(value).length]);
+  const length = pieces.reduce((sum, [, n]) => sum + n, 0) + Math.max(0, pieces.length - 1);
+  if (length > MAX_LINK_QUERY_LENGTH) tooLong(pieces, length, MAX_LINK_QUERY_LENGTH, 'the filters, sort and count, as links write them,');
   return params;
 }
 

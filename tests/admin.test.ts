@@ -110,3 +110,47 @@ t.test('keys: moved to another tier (200), unknown key 404, unknown tier 400; re
   t.equal((await admin(api, 'DELETE', '/admin/keys/key_nope')).status, 404);
   t.equal((await admin(api, 'PATCH', `/admin/keys/${issued.id}`, { tier: 'free' })).status, 404, 'a revoked key cannot be moved');
 });
+
+t.test('odd input is a 400 naming the field: NUL bytes, inherited field names, several unknown fields', async (t) => {
+  const api = await limitedApp(t);
+  const issued = await (await api.request('/v1/keys', { method: 'POST' })).json();
+  const tier = { limit: 100, windowSeconds: 10, concurrency: 2 };
+  const cases: [string, string, unknown, string[]][] = [
+    ['PATCH', '/admin/keys/key_a%00b', { tier: 'pro' }, ['id']],
+    ['DELETE', '/admin/keys/key_a%00b', undefined, ['id']],
+    ['DELETE', `/admin/keys/${'k'.repeat(65)}`, undefined, ['id']],
+    ['PATCH', `/admin/keys/${issued.id}`, { tier: 'p\u0000ro' }, ['tier']],
+    ['PATCH', `/admin/keys/${issued.id}`, '{"tier": "pro", "__proto__": {"tier": "pro"}}', ['__proto__']],
+    ['PATCH', `/admin/keys/${issued.id}`, {}, ['tier']],
+    ['PUT', '/admin/tiers/t%00x', tier, ['name']],
+    ['PUT', '/admin/tiers/team', { ...tier, toString: 1 }, ['toString']],
+    ['PUT', '/admin/tiers/team', { ...tier, constructor: 1 }, ['constructor']],
+    ['PUT', '/admin/tiers/team', { ...tier, hasOwnProperty: 1 }, ['hasOwnProperty']],
+    ['PUT', '/admin/tiers/team', `{"limit": 100, "windowSeconds": 10, "concurrency": 2, "__proto__": {"x": 1}}`, ['__proto__']],
+    ['PUT', '/admin/tiers/team', { ...tier, burst: 1, valueOf: 2 }, ['burst', 'valueOf']],
+    ['PUT', '/admin/tiers/team', { limit: 'many', concurrency: 0 }, ['limit', 'windowSeconds', 'concurrency']],
+    ['PUT', '/admin/tiers/team', 'null', ['body']],
+    ['PUT', '/admin/tiers/team', '', ['body']],
+  ];
+  for (const [method, path, body, names] of cases) {
+    const res = await admin(api, method, path, body);
+    const label = `${method} ${path} ${JSON.stringify(body)}`;
+    t.equal(res.status, 400, label);
+    t.equal(res.headers.get('content-type'), 'application/problem+json');
+    const problem = await res.json();
+    t.equal(problem.code, 'invalid_parameter');
+    t.same(problem.invalid_params.map((p: { name: string }) => p.name).sort(), [...names].sort(), `${label} names ${names}`);
+  }
+  const [tiers] = await api.db.sql`select count(*)::int as n from rate_tiers where name = 'team'`;
+  t.equal(tiers!.n, 0, 'no refused body created a tier');
+  const [key] = await api.db.sql`select tier from api_keys where id = ${issued.id}`;
+  t.equal(key!.tier, 'free', 'no refused body moved the key');
+});
+
+t.test('a key printed by the operator API has createdAt in RFC 3339 UTC with six fractional digits', async (t) => {
+  const api = await limitedApp(t);
+  const issued = await (await api.request('/v1/keys', { method: 'POST', body: '{"name": "ci"}' })).json();
+  await api.db.sql`update api_keys set created_at = '2026-11-21 10:00:00.1234+02' where id = ${issued.id}`;
+  const moved = await (await admin(api, 'PATCH', `/admin/keys/${issued.id}`, { tier: 'pro' })).json();
+  t.same(moved, { id: issued.id, prefix: issued.key.slice(0, 10), name: 'ci', tier: 'pro', createdAt: '2026-11-21T08:00:00.123400Z' });
+});

@@ -8,7 +8,7 @@ t.test('defaults', async (t) => {
     port: 3000,
     databaseUrl: undefined,
     publicUrl: undefined,
-    trustProxy: false,
+    trustProxy: { kind: 'none' },
     adminToken: undefined,
     cursorSecret: undefined,
   });
@@ -20,14 +20,16 @@ t.test('good values', async (t) => {
     PORT: '8080',
     DATABASE_URL: 'postgres://u@h:5432/db',
     PUBLIC_URL: 'https://api.example.com/',
-    TRUST_PROXY: 'true',
+    TRUST_PROXY: '10.0.0.0/8, 2001:db8::1, loopback',
     ADMIN_TOKEN: 'a'.repeat(16),
     CURSOR_SECRET: 'b'.repeat(32),
   });
   t.equal(config.port, 8080);
   t.equal(config.publicUrl, 'https://api.example.com');
-  t.equal(config.trustProxy, true);
-  t.equal(parseConfig({ TRUST_PROXY: '0' }).trustProxy, false);
+  t.same(config.trustProxy, { kind: 'addresses', addresses: ['10.0.0.0/8', '2001:db8::1', 'loopback'] });
+  t.same(parseConfig({ TRUST_PROXY: '2' }).trustProxy, { kind: 'hops', hops: 2 });
+  for (const off of ['0', 'false', 'off']) t.same(parseConfig({ TRUST_PROXY: off }).trustProxy, { kind: 'none' }, off);
+  t.same(parseConfig({ TRUST_PROXY: '192.0.2.0/255.255.255.0' }).trustProxy.kind, 'addresses', 'a netmask');
 });
 
 t.test('bad values stop start-up with a message naming the variable', async (t) => {
@@ -39,6 +41,9 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { DATABASE_URL: 'mysql://h/db' },
     { PUBLIC_URL: 'ftp://x' },
     { TRUST_PROXY: 'perhaps' },
+    { TRUST_PROXY: '10.0.0.0/33' },
+    { TRUST_PROXY: '10.0.0.1,,10.0.0.2' },
+    { TRUST_PROXY: '17' },
     { ADMIN_TOKEN: 'short' },
     { CURSOR_SECRET: 'short' },
   ];
@@ -50,5 +55,11 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     } catch (error) {
       t.match((error as Error).message, new RegExp(`^Invalid ${name}: `), name);
     }
+  }
+});
+
+t.test('TRUST_PROXY=true is refused: it would trust X-Forwarded-For from anyone; the message shows the forms', async (t) => {
+  for (const value of ['true', 'TRUE', 'yes', 'on']) {
+    t.throws(() => parseConfig({ TRUST_PROXY: value }), { name: 'ConfigError', message: /^Invalid TRUST_PROXY: .* would trust X-Forwarded-For from any client; name your proxies with a hop count .* or a comma list of proxy addresses and CIDRs/ }, value);
   }
 });

@@ -65,3 +65,28 @@ t.test('a bad body is a 400 that is charged; other methods are 405', async (t) =
   t.equal(get.headers.get('allow'), 'POST');
   t.equal(limits(get).limit, 60, 'GET /v1/keys is an ordinary anonymous request');
 });
+
+t.test('a body with an inherited or unknown field name, or a control character in the name, is a 400 naming it', async (t) => {
+  const api = await limitedApp(t);
+  await api.setTier('registration', 100, 3600, 4);
+  const cases: [string, string[]][] = [
+    ['{"name": "x", "toString": 1}', ['toString']],
+    ['{"__proto__": {"name": "x"}}', ['__proto__']],
+    ['{"constructor": "x"}', ['constructor']],
+    ['{"name": "a\\u0000b"}', ['name']],
+    ['{"name": "line\\nbreak"}', ['name']],
+    ['{"name": "x", "tier": "pro", "valueOf": 1}', ['tier', 'valueOf']],
+    ['null', ['body']],
+    ['"name"', ['body']],
+  ];
+  for (const [body, names] of cases) {
+    const res = await api.request('/v1/keys', { method: 'POST', body });
+    t.equal(res.status, 400, body);
+    const problem = await res.json();
+    t.equal(problem.code, 'invalid_parameter');
+    t.same(problem.invalid_params.map((p: { name: string }) => p.name).sort(), [...names].sort(), `${body} names ${names}`);
+  }
+  const [keys] = await api.db.sql`select count(*)::int as n from api_keys`;
+  t.equal(keys!.n, 0, 'no key was issued');
+  t.equal((await api.request('/v1/keys', { method: 'POST', body: '  ' })).status, 201, 'an empty body is no name');
+});

@@ -63,6 +63,14 @@ const cases: [string, string[]][] = [
   ['category=a&category=b', ['category']],
   ['before=2026-01-01T00:00:00Z', ['before']],
   [`name=${'x'.repeat(1001)}`, ['name']],
+  ['name=a%01b', ['name']],
+  ['name=a%7Fb', ['name']],
+  [`category[in]=${Array.from({ length: 101 }, (_, i) => `c${i}`).join(',')}`, ['category[in]']],
+  // The bounds of what a request carries: filters, sort and count as links write them (":" is "%3A"
+  // there), and the raw query string as a whole; the longest parameter is named.
+  [`name[prefix]=${':'.repeat(338)}`, ['name[prefix]']],
+  [`sort=-priceCents&category[in]=${'b'.repeat(500)}&name=${'a'.repeat(495)}`, ['category[in]']],
+  [`limit=5&name=${'%61'.repeat(1400)}`, ['name']],
 ];
 
 t.test('malformed or conflicting requests are a 400 that names the parameter', async (t) => {
@@ -80,6 +88,11 @@ t.test('malformed or conflicting requests are a 400 that names the parameter', a
     t.same(body.invalid_params.map((p: { name: string }) => p.name), names, label);
     for (const name of names) t.ok(body.detail.includes(name), `${label}: detail names ${name}`);
   }
+  // At the bound is taken: 1024 characters of filters as links write them.
+  const atBound = await request(`/v1/products?limit=5&name[prefix]=${':'.repeat(337)}`);
+  t.equal(atBound.status, 200, '"name[prefix]=" and 337 colons: 1024 characters as links write them');
+  const tooLong = await (await request(`/v1/products?name[prefix]=${':'.repeat(338)}`)).json();
+  t.equal(tooLong.invalid_params[0].reason, 'makes the filters, sort and count, as links write them, 1027 characters long; at most 1024 are allowed');
 });
 
 t.test('odd requests on other collections and paths are answered, never with a 500', async (t) => {

@@ -177,7 +177,7 @@ t.test('offset and page chunks', async (t) => {
     const headers = { 'x-forwarded-host': 'public.example', 'x-forwarded-proto': 'https' };
     const untrusted = await json('/v1', { headers });
     t.equal(untrusted.body._links.self.href, 'http://test.local/v1');
-    const trusted = await testApp(t, { env: { TRUST_PROXY: 'true' } });
+    const trusted = await testApp(t, { env: { TRUST_PROXY: '1' } });
     t.equal((await trusted.json('/v1', { headers })).body._links.self.href, 'https://public.example/v1');
   });
 });
