@@ -229,18 +229,22 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * none (or it went away while we waited), an error line when one holds the folder but does not answer.
  */
 async function runningServer(dataDir: string, log: (line: string) => void): Promise<EmbeddedServer | undefined> {
-  const deadline = performance.now() + 15_000;
+  // One that is starting (crash recovery can take a while) or stopping is waited for; one that says it
+  // is ready is given three tries of up to 2 s each.
+  const deadline = performance.now() + 60_000;
+  let silent = 0;
   for (;;) {
     const postmaster = readPostmaster(dataDir);
     if (!postmaster) return undefined;
-    if (postmaster.status === 'ready' && (await answers(urlFor(postmaster.port)))) {
+    const ready = postmaster.status === 'ready';
+    if (ready && (await answers(urlFor(postmaster.port)))) {
       log(
         `embedded PostgreSQL already running on port ${postmaster.port} (process ${postmaster.pid}), data in ${dataDir}: ` +
           'shared, and left running when this process ends',
       );
       return { url: urlFor(postmaster.port), stop: async () => {}, abandon: () => {} };
     }
-    if (performance.now() > deadline) {
+    if ((ready && ++silent >= 3) || performance.now() > deadline) {
       throw new EmbeddedError(
         `The embedded PostgreSQL data in ${dataDir} is held by process ${postmaster.pid} (port ${postmaster.port}, ${postmaster.status || 'no status'}), ` +
           'which does not answer: stop that process, or set DATABASE_URL',
