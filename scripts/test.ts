@@ -1,15 +1,26 @@
 // `npm test`: runs tap against DATABASE_URL, or against an embedded PostgreSQL when none is set,
 // and ends with one plain summary line ("N passed, N failed").
 import { spawn } from 'node:child_process';
-import { startEmbedded } from '../db/embedded.ts';
+import { startEmbedded, type EmbeddedServer } from '../db/embedded.ts';
 
-const embedded = process.env.DATABASE_URL
-  ? undefined
-  : await startEmbedded({ dataDir: new URL('../.data/test-postgres', import.meta.url).pathname });
+let embedded: EmbeddedServer | undefined;
+if (!process.env.DATABASE_URL) {
+  try {
+    embedded = await startEmbedded({
+      dataDir: new URL('../.data/test-postgres', import.meta.url).pathname,
+      log: (line) => console.log(`DATABASE_URL is not set: testing against an ${line}`),
+    });
+  } catch (error) {
+    console.error(`Could not start the embedded PostgreSQL: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? embedded!.url };
-if (embedded) console.log(`DATABASE_URL is not set: testing against an embedded PostgreSQL (${embedded.url})`);
 
-const tap = spawn('npx', ['tap', ...process.argv.slice(2)], { stdio: ['inherit', 'pipe', 'inherit'], env });
+// Spawned directly, not through npx, so that a signal passed to it reaches tap itself.
+const tap = spawn(new URL('../node_modules/.bin/tap', import.meta.url).pathname, process.argv.slice(2), { stdio: ['inherit', 'pipe', 'inherit'], env });
+// Stopped from outside: tap stops its test processes, then the embedded server is stopped below.
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => tap.kill(signal));
 let tail = '';
 tap.stdout.on('data', (chunk: Buffer) => {
   process.stdout.write(chunk);
