@@ -109,12 +109,12 @@ async function cacheFor(project: string): Promise<string> {
   const base = existsSync('/var/tmp') ? '/var/tmp' : tmpdir();
   const dir = path.join(base, `collections-postgres-${createHash('sha256').update(project).digest('hex').slice(0, 12)}`);
   await mkdir(dir, { recursive: true });
-  await chmod(dir, 0o755);
+  // In a world-writable folder someone else may have made it first (or made it a link elsewhere).
   const info = await lstat(dir);
-  // In a world-writable folder someone else may have made it first.
-  if (!info.isDirectory() || info.uid !== 0 || (info.mode & 0o022) !== 0) {
-    throw new EmbeddedError(`Refusing to use ${dir}: it is not a folder that only root can write`);
+  if (!info.isDirectory() || info.uid !== 0) {
+    throw new EmbeddedError(`Refusing to use ${dir}: it is not a folder of root's`);
   }
+  await chmod(dir, 0o755);
   return dir;
 }
 
@@ -347,10 +347,10 @@ function control(postmaster: Owned, dataDir: string): Control {
 
 /**
  * Starts the postmaster and resolves once its postmaster.pid says "ready". Its output goes to a log
- * file beside the data, not to a pipe that would break when this process ends first.
+ * file in the data folder, not to a pipe that would break when this process ends first.
  */
 async function launch(binDir: string, dataDir: string, port: number, runAs: RunAs | undefined): Promise<Control> {
-  const logFile = `${dataDir}.log`;
+  const logFile = path.join(dataDir, 'embedded.log');
   const out = openSync(logFile, 'a');
   const args = ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1'];
   const child = spawn(path.join(binDir, 'bin', 'postgres'), args, { ...runAs, stdio: ['ignore', out, out] });
