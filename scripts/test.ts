@@ -17,10 +17,26 @@ if (!process.env.DATABASE_URL) {
 }
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? embedded!.url };
 
-// Spawned directly, not through npx, so that a signal passed to it reaches tap itself.
-const tap = spawn(new URL('../node_modules/.bin/tap', import.meta.url).pathname, process.argv.slice(2), { stdio: ['inherit', 'pipe', 'inherit'], env });
-// Stopped from outside: tap stops its test processes, then the embedded server is stopped below.
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => tap.kill(signal));
+// tap lets the test files that run finish when it is signalled, which can take minutes. It gets a
+// process group of its own, so that a stop signal reaches it, its test processes and the servers they
+// started all at once; whatever is left after 5 s is killed.
+const tap = spawn(new URL('../node_modules/.bin/tap', import.meta.url).pathname, process.argv.slice(2), {
+  stdio: ['ignore', 'pipe', 'inherit'],
+  env,
+  detached: true,
+});
+function stopTests(signal: NodeJS.Signals): void {
+  const group = (to: NodeJS.Signals) => {
+    try {
+      process.kill(-tap.pid!, to);
+    } catch {
+      // the group is gone already
+    }
+  };
+  group(signal);
+  setTimeout(() => group('SIGKILL'), 5000).unref();
+}
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, stopTests);
 let tail = '';
 tap.stdout.on('data', (chunk: Buffer) => {
   process.stdout.write(chunk);
