@@ -33,8 +33,10 @@ export function gracefulShutdown(server: Server, options: ShutdownOptions) {
     pending.add(response);
     if (stoppingSince !== undefined) response.setHeader('connection', 'close');
     response.once('close', () => pending.delete(response));
-    // A response whose headers went out before the signal leaves its connection open and idle.
-    response.once('finish', () => stoppingSince !== undefined && setImmediate(() => server.closeIdleConnections()));
+    response.once('finish', () => {
+      // A response whose headers went out before the signal leaves its connection open, and now idle.
+      if (stoppingSince !== undefined) setImmediate(() => server.closeIdleConnections());
+    });
   });
 
   function force(reason: string): void {
