@@ -163,7 +163,7 @@ t.test('a request held past the deadline: connections are cut and the process ex
   await t.rejects(inFlight, 'the request still held is cut');
 });
 
-t.test('a second SIGTERM exits at once; a copy within half a second (npm's forward on Ctrl-C) counts once', async (t) => {
+t.test('a second SIGTERM exits at once; a copy within half a second (what npm forwards on Ctrl-C) counts once', async (t) => {
   const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_TIMEOUT_MS: '60000' });
   const exited = exitOf(child);
   const lock = await holdProducts(t, db);
