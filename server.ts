@@ -1,5 +1,5 @@
 // Entry point: read the config, open the database, build the app, serve, shut down cleanly.
-import { createServer } from 'node:http';
+import { createServer, maxHeaderSize, type Server } from 'node:http';
 import { getRequestListener, RequestError } from '@hono/node-server';
 import postgres from 'postgres';
 import { openDatabase } from './db/client.ts';
@@ -7,10 +7,12 @@ import { resolveDatabaseUrl } from './db/embedded.ts';
 import { runMigrations } from './db/migrate.ts';
 import { defaultSizes, seedIfEmpty } from './db/seed.ts';
 import { buildApp } from './lib/app.ts';
+import { clientErrorHandler } from './lib/client-error.ts';
 import { ConfigError, parseConfig, type Config } from './lib/config.ts';
 import { ApiError, problemResponse } from './lib/errors.ts';
 import { demoRegistry } from './lib/registry.ts';
 import { loadCursorSecret } from './lib/secret.ts';
+import { gracefulShutdown } from './lib/shutdown.ts';
 
 const log = (line: string) => console.log(line);
 
@@ -26,43 +28,75 @@ function readConfig(): Config {
   }
 }
 
-const config = readConfig();
-const postgresServer = await resolveDatabaseUrl(config.databaseUrl, log);
-await runMigrations(postgresServer.url);
-const seeded = await seedIfEmpty(postgresServer.url, defaultSizes, (url) => postgres(url, { max: 1, onnotice: () => {} }));
-if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
-
-const database = openDatabase(postgresServer.url);
-const cursorSecret = await loadCursorSecret(database.db, config.cursorSecret);
-const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: {} });
-
-// A request the adapter cannot turn into a Request (bad Host header, HTTP/1.0 without one) is still
-// answered with problem+json, not an empty 400.
-const listener = getRequestListener(app.fetch, {
-  errorHandler: (error) =>
-    problemResponse(
-      error instanceof RequestError
-        ? new ApiError('invalid_parameter', `Bad request: ${error.message}`, { invalidParams: [{ name: 'Host', reason: error.message }] })
-        : new ApiError('internal_error', 'Internal error'),
-    ),
-});
-const server = createServer(listener).listen(config.port, () => {
-  log(`Listening on http://localhost:${config.port}/v1`);
-});
-
-let stopping = false;
-async function shutdown(signal: string) {
-  if (stopping) return;
-  stopping = true;
-  log(`${signal}: finishing in-flight requests`);
-  // Stop accepting; let in-flight requests finish; idle keep-alive sockets are closed now.
-  await new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    if ('closeIdleConnections' in server) server.closeIdleConnections();
-  });
-  await database.close();
-  await postgresServer.stop();
-  process.exit(0);
+/** A start-up failure as the one line an operator reads: a stack trace tells them nothing more. */
+function describeFailure(error: unknown, port: number): string {
+  const { code, syscall, message } = error as NodeJS.ErrnoException;
+  if (syscall === 'listen' && code === 'EADDRINUSE') return `port ${port} is in use: set PORT to a free one`;
+  if (syscall === 'listen' && code === 'EACCES') return `port ${port} needs privileges: set PORT to 1024 or above`;
+  // postgres.js reports a refused connection to "localhost" as an AggregateError with no message.
+  return message || code || String(error);
 }
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
-process.on('SIGINT', () => void shutdown('SIGINT'));
+
+function listen(server: Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** Everything up to listening; resolves to what a stop signal should run. */
+async function start(config: Config) {
+  const postgresServer = await resolveDatabaseUrl(config.databaseUrl, log);
+  await runMigrations(postgresServer.url);
+  const seeded = await seedIfEmpty(postgresServer.url, defaultSizes, (url) => postgres(url, { max: 1, onnotice: () => {} }));
+  if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
+
+  const database = openDatabase(postgresServer.url);
+  const cursorSecret = await loadCursorSecret(database.db, config.cursorSecret);
+  const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: {} });
+
+  // A request the adapter cannot turn into a Request (bad or missing Host header, HTTP/1.0 without one)
+  // is still answered with problem+json, not an empty 400.
+  const listener = getRequestListener(app.fetch, {
+    errorHandler: (error) =>
+      problemResponse(
+        error instanceof RequestError
+          ? new ApiError('invalid_parameter', `Bad request: ${error.message}`, { invalidParams: [{ name: 'Host', reason: error.message }] })
+          : new ApiError('internal_error', 'Internal error'),
+      ),
+  });
+  // node:http would answer a missing Host itself, with an empty 400; the adapter's check above answers it.
+  const server = createServer({ requireHostHeader: false }, listener);
+  // What the parser refuses before any handler runs (control bytes, bad Content-Length, 16 KiB of headers).
+  server.on('clientError', clientErrorHandler({ maxHeaderSize }));
+  const shutdown = gracefulShutdown(server, {
+    timeoutMs: config.shutdownTimeoutMs,
+    log,
+    async release() {
+      await database.close();
+      await postgresServer.stop();
+    },
+    abandon: () => postgresServer.abandon(),
+    exit: (code) => process.exit(code),
+  });
+  await listen(server, config.port);
+  return shutdown;
+}
+
+const config = readConfig();
+// Stop signals during start-up end the process at once; the embedded PostgreSQL, if one was started,
+// is stopped by its exit hook. Once serving, they drain first. SIGHUP: the terminal went away.
+let onStopSignal: (signal: NodeJS.Signals) => void = (signal) => {
+  log(`${signal} during start-up: exiting`);
+  process.exit(1);
+};
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, (received) => onStopSignal(received));
+
+onStopSignal = await start(config).catch((error: unknown) => {
+  console.error(`Could not start: ${describeFailure(error, config.port)}`);
+  return process.exit(1);
+});
+log(`Listening on http://localhost:${config.port}/v1`);

@@ -14,6 +14,8 @@ export interface Config {
   readonly adminToken: string | undefined;
   /** Unset: generated once and kept in the database, shared by all instances. */
   readonly cursorSecret: string | undefined;
+  /** After SIGTERM/SIGINT, in-flight requests get this long before connections are cut. */
+  readonly shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -84,6 +86,14 @@ function parseSecret(name: string, value: string | undefined, minLength: number)
   return value;
 }
 
+function parseMilliseconds(name: string, value: string | undefined, fallback: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d{1,9}$/.test(value) || Number(value) > max) {
+    throw new ConfigError(`Invalid ${name}: expected a whole number of milliseconds from 0 to ${max}, got "${value}"`);
+  }
+  return Number(value);
+}
+
 /** Parses the environment; throws one ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
   const publicUrl = parseUrl('PUBLIC_URL', optional(env, 'PUBLIC_URL'), ['http:', 'https:']);
@@ -94,5 +104,6 @@ export function parseConfig(env: Env): Config {
     trustProxy: parseTrustProxy(optional(env, 'TRUST_PROXY')),
     adminToken: parseSecret('ADMIN_TOKEN', optional(env, 'ADMIN_TOKEN'), 16),
     cursorSecret: parseSecret('CURSOR_SECRET', optional(env, 'CURSOR_SECRET'), 32),
+    shutdownTimeoutMs: parseMilliseconds('SHUTDOWN_TIMEOUT_MS', optional(env, 'SHUTDOWN_TIMEOUT_MS'), 10_000, 600_000),
   });
 }

@@ -11,9 +11,11 @@ export const errorStatus = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   payload_too_large: 413,
   Request_limit_exceeded: 429,
   Concurrency_limit_exceeded: 429,
+  headers_too_large: 431,
   unavailable: 503,
   internal_error: 500,
 } as const;
@@ -26,8 +28,10 @@ const titles: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   413: 'Content Too Large',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
@@ -80,7 +84,8 @@ export function invalidCursor(reason: string): ApiError {
   });
 }
 
-export function problemResponse(error: ApiError, headers?: Headers): Response {
+/** The problem+json body of an error, for the few answers written without a Response (lib/client-error.ts). */
+export function problemBody(error: ApiError): string {
   const body: Record<string, unknown> = {
     type: 'about:blank',
     title: titles[error.status] ?? 'Error',
@@ -89,10 +94,14 @@ export function problemResponse(error: ApiError, headers?: Headers): Response {
     code: error.code,
   };
   if (error.options.invalidParams) body.invalid_params = error.options.invalidParams;
+  return JSON.stringify(body);
+}
+
+export function problemResponse(error: ApiError, headers?: Headers): Response {
   const responseHeaders = new Headers(headers);
   responseHeaders.set('content-type', 'application/problem+json');
   for (const [name, value] of Object.entries(error.options.headers ?? {})) responseHeaders.set(name, value);
-  return new Response(JSON.stringify(body), { status: error.status, headers: responseHeaders });
+  return new Response(problemBody(error), { status: error.status, headers: responseHeaders });
 }
 
 /** The one error handler: our errors, Hono's HTTP exceptions, anything else (logged, generic 500). */

@@ -1,15 +1,42 @@
 // `npm test`: runs tap against DATABASE_URL, or against an embedded PostgreSQL when none is set,
 // and ends with one plain summary line ("N passed, N failed").
 import { spawn } from 'node:child_process';
-import { startEmbedded } from '../db/embedded.ts';
+import { startEmbedded, type EmbeddedServer } from '../db/embedded.ts';
 
-const embedded = process.env.DATABASE_URL
-  ? undefined
-  : await startEmbedded({ dataDir: new URL('../.data/test-postgres', import.meta.url).pathname });
+let embedded: EmbeddedServer | undefined;
+if (!process.env.DATABASE_URL) {
+  try {
+    embedded = await startEmbedded({
+      dataDir: new URL('../.data/test-postgres', import.meta.url).pathname,
+      log: (line) => console.log(`DATABASE_URL is not set: testing against an ${line}`),
+    });
+  } catch (error) {
+    console.error(`Could not start the embedded PostgreSQL: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? embedded!.url };
-if (embedded) console.log(`DATABASE_URL is not set: testing against an embedded PostgreSQL (${embedded.url})`);
 
-const tap = spawn('npx', ['tap', ...process.argv.slice(2)], { stdio: ['inherit', 'pipe', 'inherit'], env });
+// tap lets the test files that run finish when it is signalled, which can take minutes. It gets a
+// process group of its own, so that a stop signal reaches it, its test processes and the servers they
+// started all at once; whatever is left after 5 s is killed.
+const tap = spawn(new URL('../node_modules/.bin/tap', import.meta.url).pathname, process.argv.slice(2), {
+  stdio: ['ignore', 'pipe', 'inherit'],
+  env,
+  detached: true,
+});
+function stopTests(signal: NodeJS.Signals): void {
+  const group = (to: NodeJS.Signals) => {
+    try {
+      process.kill(-tap.pid!, to);
+    } catch {
+      // the group is gone already
+    }
+  };
+  group(signal);
+  setTimeout(() => group('SIGKILL'), 5000).unref();
+}
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, stopTests);
 let tail = '';
 tap.stdout.on('data', (chunk: Buffer) => {
   process.stdout.write(chunk);

@@ -11,6 +11,7 @@ t.test('defaults', async (t) => {
     trustProxy: { kind: 'none' },
     adminToken: undefined,
     cursorSecret: undefined,
+    shutdownTimeoutMs: 10_000,
   });
   t.ok(Object.isFrozen(config));
 });
@@ -46,6 +47,8 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { TRUST_PROXY: '17' },
     { ADMIN_TOKEN: 'short' },
     { CURSOR_SECRET: 'short' },
+    { SHUTDOWN_TIMEOUT_MS: '10s' },
+    { SHUTDOWN_TIMEOUT_MS: '600001' },
   ];
   for (const env of bad) {
     const name = Object.keys(env)[0]!;

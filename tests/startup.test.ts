@@ -1,15 +1,16 @@
 // Start-up: the embedded default, and several instances starting at once against one fresh database.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { connect } from 'node:net';
+import { once } from 'node:events';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import t from 'tap';
-import { startEmbedded } from '../db/embedded.ts';
+import { EmbeddedError, startEmbedded } from '../db/embedded.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { defaultSizes } from '../db/seed.ts';
-import { serverUrl, urlFor } from './helpers/db.ts';
+import { serverUrl, testDatabase, urlFor } from './helpers/db.ts';
 import { freePort, startServer } from './helpers/servers.ts';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -65,6 +66,72 @@ t.test('the embedded PostgreSQL starts, keeps its data across restarts, and stop
   await second.stop();
 });
 
+t.test('a port in use stops start-up with one line, not a stack trace', async (t) => {
+  const db = await testDatabase(t);
+  const taken = createServer().listen(0, '127.0.0.1');
+  await once(taken, 'listening');
+  t.teardown(() => taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), DATABASE_URL: db.url },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const [code] = await once(child, 'exit');
+  t.equal(code, 1);
+  t.equal(stderr.trim(), `Could not start: port ${port} is in use: set PORT to a free one`);
+});
+
+t.test('an embedded PostgreSQL that holds the data but does not answer: one line saying which process', async (t) => {
+  const parent = await mkdtemp(path.join(tmpdir(), 'embedded-'));
+  await chmod(parent, 0o755);
+  const dataDir = path.join(parent, 'pg');
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  const holder = await startEmbedded({ dataDir });
+  t.teardown(() => holder.stop());
+  const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  // A frozen postmaster: alive, holding the folder, answering nobody.
+  process.kill(pid, 'SIGSTOP');
+  t.teardown(() => process.kill(pid, 'SIGCONT'));
+  const error = await startEmbedded({ dataDir }).then(
+    () => undefined,
+    (error: Error) => error,
+  );
+  t.type(error, EmbeddedError);
+  t.match(error?.message, new RegExp(`^The embedded PostgreSQL data in ${dataDir} is held by process ${pid} \\(port \\d+, ready\\), which does not answer: stop that process, or set DATABASE_URL$`));
+});
+
+t.test('an embedded PostgreSQL left running by a killed process is adopted, and stopped by its adopter', async (t) => {
+  const parent = await mkdtemp(path.join(tmpdir(), 'embedded-'));
+  await chmod(parent, 0o755);
+  const dataDir = path.join(parent, 'pg');
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  const script = `import { startEmbedded } from './db/embedded.ts'; await startEmbedded({ dataDir: ${JSON.stringify(dataDir)} }); console.log('up'); setInterval(() => {}, 1000);`;
+  const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  await once(owner.stdout, 'data');
+  const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  owner.kill('SIGKILL');
+  await once(owner, 'exit');
+  t.teardown(() => {
+    try {
+      process.kill(pid, 'SIGQUIT');
+    } catch {
+      // already gone, as it should be
+    }
+  });
+  process.kill(pid, 0); // throws if the postmaster went with its owner: it must not have, that is the point
+  const lines: string[] = [];
+  const adopter = await startEmbedded({ dataDir, log: (line) => lines.push(line) });
+  t.match(lines.join('\n'), new RegExp(`left running by a process that is gone, on port \\d+ \\(process ${pid}\\).*adopted`));
+  const sql = postgres(adopter.url, { max: 1, onnotice: () => {} });
+  t.same(await sql`select 1 as one`, [{ one: 1 }], 'the adopted server answers');
+  await sql.end();
+  await adopter.stop();
+  t.throws(() => process.kill(pid, 0), 'stopping the adopter stops the orphan');
+});
+
 t.test('two instances starting at once on one fresh database migrate and seed it once', async (t) => {
   const name = `t_${process.pid}_startup`;
   const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
@@ -100,7 +167,7 @@ t.test('two instances starting at once on one fresh database migrate and seed it
 
 t.test('npm start with no DATABASE_URL serves the demo collections on the embedded default', async (t) => {
   const server = await startServer(t, await freePort(), { HOME: process.env.HOME ?? '/root' });
-  t.match(server.output(), /starting the embedded PostgreSQL/);
+  t.match(server.output(), /DATABASE_URL is not set: embedded PostgreSQL (started|already running) on port \d+.*, data in \//);
   for (const collection of ['products', 'orders', 'events']) {
     const res = await fetch(`${server.url}/v1/${collection}`);
     t.equal(res.status, 200, collection);
