@@ -12,6 +12,10 @@ export interface Config {
   readonly adminToken: string | undefined;
   /** Unset: generated once and kept in the database, shared by all instances. */
   readonly cursorSecret: string | undefined;
+  /** `statement_timeout` of data queries, in ms: a query that runs or waits longer is a 503. */
+  readonly statementTimeoutMs: number;
+  /** How long a request's data queries may wait for a pool connection, in ms, on top of their own time. */
+  readonly poolTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -62,6 +66,14 @@ function parseSecret(name: string, value: string | undefined, minLength: number)
   return value;
 }
 
+function parseMilliseconds(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d{1,7}$/.test(value) || Number(value) < 100 || Number(value) > 3_600_000) {
+    throw new ConfigError(`Invalid ${name}: expected milliseconds from 100 to 3600000, got "${value}"`);
+  }
+  return Number(value);
+}
+
 /** Parses the environment; throws one ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
   const publicUrl = parseUrl('PUBLIC_URL', optional(env, 'PUBLIC_URL'), ['http:', 'https:']);
@@ -72,5 +84,7 @@ export function parseConfig(env: Env): Config {
     trustProxy: parseBoolean('TRUST_PROXY', optional(env, 'TRUST_PROXY')),
     adminToken: parseSecret('ADMIN_TOKEN', optional(env, 'ADMIN_TOKEN'), 16),
     cursorSecret: parseSecret('CURSOR_SECRET', optional(env, 'CURSOR_SECRET'), 32),
+    statementTimeoutMs: parseMilliseconds('STATEMENT_TIMEOUT_MS', optional(env, 'STATEMENT_TIMEOUT_MS'), 5000),
+    poolTimeoutMs: parseMilliseconds('POOL_TIMEOUT_MS', optional(env, 'POOL_TIMEOUT_MS'), 2000),
   });
 }

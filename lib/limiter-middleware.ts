@@ -4,6 +4,8 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Sql } from 'postgres';
 import type { Config } from './config.ts';
 import { requestCost } from './cost.ts';
+import type { OwnConnection } from '../db/client.ts';
+import { withTimeout } from './deadline.ts';
 import { ApiError, isDatabaseUnavailable } from './errors.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
 import { databaseLimiter, housekeep, rateLimitHeaders, type Decision } from './limiter.ts';
@@ -26,8 +28,8 @@ export interface LimiterOptions {
 export interface LimiterDeps {
   /** The pool: housekeeping. */
   readonly sql: Sql;
-  /** The limiter's own connection: decisions and lease releases (Database.limiterSql). */
-  readonly limiterSql: Sql;
+  /** The limiter's own connection: decisions and lease releases (Database.limiter). */
+  readonly limiter: OwnConnection;
   readonly config: Config;
   readonly registry: Registry;
   readonly log: (error: unknown) => void;
@@ -41,31 +43,13 @@ function socketAddress(c: Context): string | undefined {
   }
 }
 
-function unavailable(): ApiError {
-  return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
-}
-
-/**
- * Rejects with a 503 `unavailable` when the database takes longer than `ms` (a quick answer, not a hang).
- * The rejection waits one turn of the event loop after the timer: when the process itself was held up
- * (a long synchronous task, a paused machine), an answer that arrived meanwhile is read after the timer
- * fires, in the same turn, and it wins.
- */
-export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => setImmediate(() => reject(unavailable())), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 /** POST /v1/keys draws on the registration tier per address; everything else under /v1 on the client's. */
 function isRegistration(c: Context): boolean {
   return c.req.method === 'POST' && c.req.path === '/v1/keys';
 }
 
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
-  const { sql, limiterSql, config, registry, log } = deps;
+  const { sql, config, registry, log } = deps;
   const remoteAddress = options.remoteAddress ?? socketAddress;
   const clockOffset = options.clockOffset ?? (() => 0);
   const leaseTtl = options.leaseTtlSeconds ?? 30;
@@ -73,7 +57,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
   const housekeepingMs = options.housekeepingMs ?? 10_000;
   // The instance's clock only schedules housekeeping; every decision uses the database clock.
   let lastHousekeeping = performance.now();
-  const limiter = databaseLimiter(limiterSql, leaseTtl);
+  const limiter = databaseLimiter(deps.limiter, leaseTtl);
 
   function offerHousekeeping(): void {
     if (housekeepingMs <= 0 || performance.now() - lastHousekeeping < housekeepingMs) return;
@@ -129,7 +113,8 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       await next();
     } finally {
       if (decision.lease !== undefined) {
-        // Released before the response leaves, so a client's next request never meets its own lease.
+        // Released before the response leaves, so a client's next request never meets its own lease. A
+        // release that fails is kept by the limiter and sent again once the database answers.
         await withTimeout(limiter.release(decision.subject, decision.lease), timeoutMs).catch((error) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
         });

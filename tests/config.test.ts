@@ -11,6 +11,8 @@ t.test('defaults', async (t) => {
     trustProxy: false,
     adminToken: undefined,
     cursorSecret: undefined,
+    statementTimeoutMs: 5000,
+    poolTimeoutMs: 2000,
   });
   t.ok(Object.isFrozen(config));
 });
@@ -28,6 +30,8 @@ t.test('good values', async (t) => {
   t.equal(config.publicUrl, 'https://api.example.com');
   t.equal(config.trustProxy, true);
   t.equal(parseConfig({ TRUST_PROXY: '0' }).trustProxy, false);
+  t.equal(parseConfig({ STATEMENT_TIMEOUT_MS: '1500' }).statementTimeoutMs, 1500);
+  t.equal(parseConfig({ POOL_TIMEOUT_MS: '250' }).poolTimeoutMs, 250);
 });
 
 t.test('bad values stop start-up with a message naming the variable', async (t) => {
@@ -41,6 +45,10 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { TRUST_PROXY: 'perhaps' },
     { ADMIN_TOKEN: 'short' },
     { CURSOR_SECRET: 'short' },
+    { STATEMENT_TIMEOUT_MS: '5s' },
+    { STATEMENT_TIMEOUT_MS: '0' },
+    { POOL_TIMEOUT_MS: '-1' },
+    { POOL_TIMEOUT_MS: '99' },
   ];
   for (const env of bad) {
     const name = Object.keys(env)[0]!;
