@@ -83,6 +83,10 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
       postgres(url, {
         ...common,
         max: 1,
+        // postgres.js 3.4.9 fetches the array types after every (re)connection, and a connection ended or
+        // broken during that fetch leaves a promise rejected with no handler, which ends the process: this
+        // connection is renewed while it reconnects. The limiter sends its arrays as literals instead.
+        fetch_types: false,
         // A decision the limiter has given up on must not be made much later, behind a lock.
         connection: { application_name: 'collections-limiter', statement_timeout: limiterTimeoutMs },
       }),

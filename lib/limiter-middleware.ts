@@ -114,10 +114,13 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     } finally {
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease. A
-        // release that fails is kept by the limiter and sent again once the database answers.
-        await withTimeout(limiter.release(decision.subject, decision.lease), timeoutMs).catch((error) => {
+        // release that fails is kept by the limiter and sent again once the database answers. A 503 (the
+        // database failed this request) does not wait for it: its client waits for Retry-After anyway,
+        // and a connection that stopped answering would hold the answer up to the timeout.
+        const released = withTimeout(limiter.release(decision.subject, decision.lease), timeoutMs).catch((error: unknown) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
         });
+        if (c.res.status !== 503) await released;
       }
     }
     // Handlers may return a plain Response that does not carry the headers set above. Set them on it in

@@ -180,14 +180,15 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
     for (const pending of batch) pending.signal?.addEventListener('abort', () => abandoned(statement), { once: true });
     answeredInTime(own, sql, statement.query)
       .then((rows) => {
+        if (!answers(rows, batch.length)) {
+          // Not this statement's answer: taken as a failure, so its releases are kept, and the connection
+          // (whose exchange is out of step) is replaced.
+          own.renew(sql);
+          throw new Error(`Limiter statement: expected ${Math.max(batch.length, 1)} rows, got ${rows.length}`);
+        }
         for (const pending of ending) pending.resolve();
         if (batch.length === 0) return; // rate_release
         for (const row of rows) batch[(row.idx as number) - 1]!.resolve(decisionOf(row, leaseTtl));
-        // Every decision gets a row; a missing one would be a bug in rate_decide, and must not hang a request.
-        if (rows.length < batch.length) {
-          const missing = new Error('rate_decide returned no row for a decision');
-          for (const pending of batch) pending.reject(missing); // no effect on those already resolved
-        }
       })
       .catch((error: unknown) => {
         for (const pending of batch) pending.reject(error);
@@ -211,20 +212,19 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
   }
 
   function send(sql: Sql, batch: PendingDecision[], ending: PendingRelease[]): PendingQuery<Row[]> {
-    const subjects = ending.map((pending) => pending.subject);
-    const slots = ending.map((pending) => pending.lease.slot);
-    const tokens = ending.map((pending) => pending.lease.token);
+    const subjects = arrayLiteral(ending.map((pending) => pending.subject));
+    const slots = arrayLiteral(ending.map((pending) => pending.lease.slot));
+    const tokens = arrayLiteral(ending.map((pending) => pending.lease.token));
     if (batch.length === 0) {
       return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
     }
     const inputs = batch.map((pending) => pending.input);
-    // Key hashes travel in hex: postgres.js would send an array of Buffers as one bytea.
     return sql`
       select * from rate_decide(
-        ${inputs.map((input) => input.keyHash?.toString('hex') ?? null)}::text[], ${inputs.map((input) => input.ipSubject)}::text[],
-        ${inputs.map((input) => input.ipTier)}::text[], ${inputs.map((input) => input.cost)}::int[],
-        ${inputs.map((input) => input.clockOffset)}::float8[], ${leaseTtl},
-        ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
+        ${arrayLiteral(inputs.map((input) => input.keyHash?.toString('hex') ?? null))}::text[],
+        ${arrayLiteral(inputs.map((input) => input.ipSubject))}::text[], ${arrayLiteral(inputs.map((input) => input.ipTier))}::text[],
+        ${arrayLiteral(inputs.map((input) => input.cost))}::int[], ${arrayLiteral(inputs.map((input) => input.clockOffset))}::float8[],
+        ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
   }
 
   return {
@@ -241,6 +241,33 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
       });
     },
   };
+}
+
+/**
+ * A PostgreSQL array literal (`{"a",NULL,"b"}`), sent as text and cast in SQL. The limiter's connection
+ * does not fetch array types (Database.limiter): postgres.js would serialize a JS array only with them.
+ */
+function arrayLiteral(values: readonly (string | number | null)[]): string {
+  const elements = values.map((value) =>
+    value === null ? 'NULL' : typeof value === 'number' ? String(value) : `"${value.replace(/[\\"]/g, '\\$&')}"`,
+  );
+  return `{${elements.join(',')}}`;
+}
+
+/**
+ * Whether `rows` answer a statement of `decisions` decisions: one row per decision, each numbered, or
+ * rate_release's one row. postgres.js was seen to settle a statement held across reconnection attempts
+ * with an empty result it never ran: a release so settled must be kept, not taken as done.
+ */
+function answers(rows: readonly Record<string, unknown>[], decisions: number): boolean {
+  if (decisions === 0) return rows.length === 1 && 'rate_release' in rows[0]!;
+  if (rows.length !== decisions) return false;
+  const seen = new Set<unknown>();
+  for (const row of rows) {
+    if (typeof row.idx !== 'number' || row.idx < 1 || row.idx > decisions) return false;
+    seen.add(row.idx);
+  }
+  return seen.size === decisions;
 }
 
 function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
