@@ -98,24 +98,29 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     limiter,
     queryDeadlineMs: statementTimeoutMs + (options.poolTimeoutMs ?? 2000),
     async close() {
-      await Promise.all([sql.end({ timeout: 5 }), limiter.sql.end({ timeout: 5 })]);
+      await Promise.all([sql.end({ timeout: 5 }), limiter.close()]);
     },
   };
 }
 
-function ownConnection(open: () => Sql, deadlineMs: number): OwnConnection {
+function ownConnection(open: () => Sql, deadlineMs: number): OwnConnection & { close(): Promise<void> } {
   let current = open();
+  let closed = false;
   return {
     get sql() {
       return current;
     },
     deadlineMs,
     renew(stale) {
-      if (stale !== current) return;
+      if (stale !== current || closed) return;
       current = open();
       // end() with a zero timeout terminates the connection: what was sent on it, what waits to be sent
       // and a statement held for a reconnection are all rejected (CONNECTION_DESTROYED), none is sent.
       stale.end({ timeout: 0 }).catch(() => {});
+    },
+    close() {
+      closed = true;
+      return current.end({ timeout: 5 });
     },
   };
 }

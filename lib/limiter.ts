@@ -219,6 +219,7 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
       return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
     }
     const inputs = batch.map((pending) => pending.input);
+    // Key hashes travel in hex, cast back in rate_decide.
     return sql`
       select * from rate_decide(
         ${arrayLiteral(inputs.map((input) => input.keyHash?.toString('hex') ?? null))}::text[],

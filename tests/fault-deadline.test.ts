@@ -29,15 +29,13 @@ t.test('a query behind a table lock is a 503 with Retry-After by the statement t
   await lock`begin`;
   await lock`lock table products in access exclusive mode`;
 
-  const sent = performance.now();
-  const res = await fetch(`${server.url}/v1/products?count=none`, { signal: AbortSignal.timeout(60_000) });
-  const ms = Math.round(performance.now() - sent);
-  const body = await res.json();
+  const res = await sample(server.url, '/v1/products?count=none', 20_000);
+  const ms = Math.round(res.done - res.sent);
   t.comment(`answered ${res.status} after ${ms} ms (statement timeout 1000 ms)`);
   t.equal(res.status, 503);
-  t.equal(res.headers.get('content-type'), 'application/problem+json');
-  t.equal(body.code, 'unavailable');
-  t.equal(res.headers.get('retry-after'), '1');
+  t.equal(res.headers?.get('content-type'), 'application/problem+json');
+  t.equal(res.status === 503 && JSON.parse(res.body).code, 'unavailable');
+  t.equal(res.headers?.get('retry-after'), '1');
   t.ok(ms < 4_000, `within about the statement timeout (${ms} ms)`);
   await until(async () => (await liveLeases(db.sql)) === 0);
   t.equal(await liveLeases(db.sql), 0, 'its lease is released');
@@ -53,7 +51,7 @@ t.test('a pool connection that stops answering mid-query is a 503 by the deadlin
   t.teardown(() => lock.release());
   await lock`begin`;
   await lock`lock table products in access exclusive mode`;
-  const answer = sample(server.url, '/v1/products?count=none', 30_000);
+  const answer = sample(server.url, '/v1/products?count=none', 20_000);
   await lockWaiters(db.sql, db.name, 1);
   proxy.freeze(); // the query's answer, when it comes, is lost, and nothing tells the instance
   await lock`commit`;

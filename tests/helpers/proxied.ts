@@ -36,6 +36,7 @@ export interface Sample {
   readonly sent: number;
   readonly done: number;
   readonly headers: Headers | undefined;
+  readonly body: string;
 }
 
 /** GETs `path` once; a request with no answer in `timeoutMs` (or a dropped connection) has status 0. */
@@ -43,10 +44,10 @@ export async function sample(base: string, path: string, timeoutMs = 10_000): Pr
   const sent = performance.now();
   try {
     const res = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
-    return { path, status: res.status, sent, done: performance.now(), headers: res.headers };
+    const body = await res.text();
+    return { path, status: res.status, sent, done: performance.now(), headers: res.headers, body };
   } catch {
-    return { path, status: 0, sent, done: performance.now(), headers: undefined };
+    return { path, status: 0, sent, done: performance.now(), headers: undefined, body: '' };
   }
 }
 
