@@ -26,6 +26,8 @@ export interface TcpProxy {
   accept(mode: NewConnections): void;
   /** Connections open now (frozen ones included). */
   connections(): number;
+  /** The local ports of the proxy's connections to PostgreSQL: `client_port` in pg_stat_activity. */
+  upstreamPorts(): number[];
   close(): Promise<void>;
 }
 
@@ -92,6 +94,7 @@ export async function startProxy(t: { teardown(fn: () => unknown): void }, targe
       mode = next;
     },
     connections: () => links.size,
+    upstreamPorts: () => [...links].flatMap((link) => (link.server?.localPort === undefined ? [] : [link.server.localPort])),
     async close() {
       reset();
       await new Promise<void>((resolve) => server.close(() => resolve()));
