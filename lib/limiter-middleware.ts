@@ -86,6 +86,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       // Answered 503: a decision still waiting to be sent never is; one already sent that takes a lease
       // gives it back.
       abandoned.abort();
+      limiter.abandoned(abandoned.signal);
       deciding.then((late) => late.lease && limiter.release(late.subject, late.lease)).catch(() => {});
       throw error;
     });

@@ -53,6 +53,13 @@ export interface Limiter {
    */
   decide(input: DecisionInput, signal?: AbortSignal): Promise<Decision>;
   /**
+   * The request of `signal` stopped waiting for its decision (it was answered 503; `signal` has aborted).
+   * A statement carrying the decision that postgres.js has not yet handed to a connection (it waits for
+   * one to connect) must then never go: the connection is renewed, which rejects it. One already on the
+   * wire may still be made; the caller gives its lease back.
+   */
+  abandoned(signal: AbortSignal): void;
+  /**
    * Ends a lease; resolves once the slot is free for the subject's next request, at any instance. When it
    * fails (the database is away), it rejects, and the release is kept and sent again with the limiter's
    * next statements until the database takes it or the lease has expired anyway.
@@ -77,6 +84,7 @@ interface PendingRelease {
 /** A statement handed to postgres.js, on the client `sql`. */
 interface Statement {
   readonly sql: Sql;
+  readonly batch: readonly PendingDecision[];
   readonly query: PendingQuery<Row[]>;
   settled: boolean;
 }
@@ -175,9 +183,8 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
     releases = [];
     if (batch.length === 0 && ending.length === 0) return;
     const sql = own.sql;
-    const statement: Statement = { sql, query: send(sql, batch, ending), settled: false };
+    const statement: Statement = { sql, batch, query: send(sql, batch, ending), settled: false };
     inFlight.add(statement);
-    for (const pending of batch) pending.signal?.addEventListener('abort', () => abandoned(statement), { once: true });
     answeredInTime(own, sql, statement.query)
       .then((rows) => {
         if (!answers(rows, batch.length)) {
@@ -200,15 +207,6 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
         inFlight.delete(statement);
         if (decisions.length > 0 || releases.length > 0) schedule();
       });
-  }
-
-  /**
-   * A request stopped waiting for its decision (it was answered 503). A statement postgres.js has not yet
-   * handed to a connection (it waits for one to connect) must then never go: the connection is renewed,
-   * which rejects it. One already on the wire may still be made; its lease is given back by the caller.
-   */
-  function abandoned(statement: Statement): void {
-    if (!statement.settled && (statement.query as { state?: unknown }).state === null) own.renew(statement.sql);
   }
 
   function send(sql: Sql, batch: PendingDecision[], ending: PendingRelease[]): PendingQuery<Row[]> {
@@ -234,6 +232,13 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
         decisions.push({ input, signal, resolve, reject });
         schedule();
       });
+    },
+    abandoned(signal) {
+      // A rare path (a 503): the few statements in flight are searched, nothing is kept per request.
+      for (const statement of inFlight) {
+        const waiting = !statement.settled && (statement.query as { state?: unknown }).state === null;
+        if (waiting && statement.batch.some((pending) => pending.signal === signal)) own.renew(statement.sql);
+      }
     },
     release(subject, lease) {
       return new Promise<void>((resolve, reject) => {
