@@ -24,6 +24,9 @@ t.test('decisions of requests answered 503 are not made after the database is ba
   t.ok(unavailable.length >= 4, `503 while the database is away (${unavailable.length})`);
   t.ok(unavailable.every((s) => s.headers?.get('retry-after') === '1'), 'with Retry-After');
 
+  // Back at once after the last 503, connection attempts under way included: a decision still held by the
+  // driver would now be sent.
+  proxy.reset();
   proxy.accept('pass');
   const back = performance.now();
   let served: Sample | undefined;
@@ -42,4 +45,27 @@ t.test('decisions of requests answered 503 are not made after the database is ba
   t.comment(`${answers.length} answers: ${made.length} served, ${unavailable.length} answered 503; ${charged} units charged`);
   t.equal(charged, made.length, 'charged exactly the requests served, none of those answered 503');
   t.equal(answers.filter((s) => s.status === 500 || s.status === 0).length, 0, 'never a 500 or a hang');
+});
+
+t.test('a decision still waiting for a connection when its request is answered 503 is never sent', async (t) => {
+  const { db, proxy, server } = await proxiedService(t);
+  t.equal((await sample(server.url, '/v1')).status, 200);
+  proxy.reset();
+  proxy.accept('hold'); // connection attempts hang, then go through once the database is back
+  const first = sample(server.url, '/v1');
+  await sleep(100);
+  const second = sample(server.url, '/v1'); // a statement of its own, queued behind the first's connection
+  const away = await Promise.all([first, second]);
+  t.same(away.map((s) => s.status), [503, 503], 'both answered 503');
+  t.comment(`answered 503 after ${away.map((s) => Math.round(s.done - s.sent)).join(' and ')} ms`);
+
+  proxy.accept('pass'); // the connection attempt under way now succeeds
+  let served = 0;
+  for (let i = 0; i < 100 && served === 0; i++) {
+    if ((await sample(server.url, '/v1')).status === 200) served++;
+    else await sleep(50);
+  }
+  t.equal(served, 1, 'served again');
+  await sleep(2_000);
+  t.equal(await chargedUnits(db.sql), 2, 'charged the two requests served, not the two answered 503');
 });

@@ -9,7 +9,9 @@ export type NewConnections =
   /** Reset at once (a database that refuses connections). */
   | 'refuse'
   /** Accepted, and every byte dropped: a connection attempt that is never answered. */
-  | 'blackhole';
+  | 'blackhole'
+  /** Accepted and held unanswered, then passed through (bytes sent meanwhile included) once `accept('pass')`. */
+  | 'hold';
 
 export interface TcpProxy {
   readonly port: number;
@@ -33,8 +35,10 @@ export interface TcpProxy {
 
 interface Link {
   readonly client: Socket;
-  readonly server: Socket | undefined;
+  server: Socket | undefined;
   frozen: boolean;
+  /** Bytes from the client of a held connection, passed on once it is let through. */
+  held: Buffer[] | undefined;
 }
 
 /** Starts a proxy on a free port of the tests' range to `target` (a postgres:// URL). */
@@ -49,23 +53,29 @@ export async function startProxy(t: { teardown(fn: () => unknown): void }, targe
     link.server?.destroy();
   }
 
+  /** Connects `link` to PostgreSQL, passing on what the client sent meanwhile. */
+  function through(link: Link): void {
+    const server = connect(Number(upstream.port || 5432), upstream.hostname);
+    link.server = server;
+    server.on('error', () => {});
+    for (const chunk of link.held ?? []) server.write(chunk);
+    link.held = undefined;
+    // A frozen link passes nothing, not even a close: the other side learns of it only from a reset.
+    server.on('data', (chunk) => link.frozen || link.client.write(chunk));
+    server.on('close', () => link.frozen || drop(link));
+  }
+
   const server: Server = createServer((client) => {
     client.on('error', () => {});
     if (mode === 'refuse') {
       client.resetAndDestroy();
       return;
     }
-    const link: Link =
-      mode === 'blackhole'
-        ? { client, server: undefined, frozen: true }
-        : { client, server: connect(Number(upstream.port || 5432), upstream.hostname), frozen: false };
+    const link: Link = { client, server: undefined, frozen: mode === 'blackhole', held: mode === 'hold' ? [] : undefined };
     links.add(link);
-    link.server?.on('error', () => {});
-    // A frozen link passes nothing, not even a close: the other side learns of it only from a reset.
-    client.on('data', (chunk) => link.frozen || link.server?.write(chunk));
-    link.server?.on('data', (chunk) => link.frozen || client.write(chunk));
+    client.on('data', (chunk) => link.frozen || (link.held ? link.held.push(chunk) : link.server?.write(chunk)));
     client.on('close', () => link.frozen || drop(link));
-    link.server?.on('close', () => link.frozen || drop(link));
+    if (mode === 'pass') through(link);
   });
   const port = await freePort();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
@@ -92,6 +102,8 @@ export async function startProxy(t: { teardown(fn: () => unknown): void }, targe
     reset,
     accept(next) {
       mode = next;
+      if (next !== 'pass') return;
+      for (const link of links) if (link.held) through(link);
     },
     connections: () => links.size,
     upstreamPorts: () => [...links].flatMap((link) => (link.server?.localPort === undefined ? [] : [link.server.localPort])),
