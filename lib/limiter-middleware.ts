@@ -2,9 +2,9 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Sql } from 'postgres';
+import type { OwnConnection } from '../db/client.ts';
 import type { Config } from './config.ts';
 import { requestCost } from './cost.ts';
-import type { OwnConnection } from '../db/client.ts';
 import { withTimeout } from './deadline.ts';
 import { ApiError, isDatabaseUnavailable } from './errors.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
