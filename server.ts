@@ -54,7 +54,7 @@ async function start(config: Config) {
   const seeded = await seedIfEmpty(postgresServer.url, defaultSizes, (url) => postgres(url, { max: 1, onnotice: () => {} }));
   if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
 
-  const database = openDatabase(postgresServer.url);
+  const database = openDatabase(postgresServer.url, { statementTimeoutMs: config.statementTimeoutMs, poolTimeoutMs: config.poolTimeoutMs });
   const cursorSecret = await loadCursorSecret(database.db, config.cursorSecret);
   const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: {} });
 

@@ -2,7 +2,7 @@
 // Each path is served once through the app (limiter off) to capture the SQL it runs, then every captured
 // statement is run under EXPLAIN ANALYZE a few times; the median execution time is printed with the plan's top nodes.
 import { drizzle } from 'drizzle-orm/postgres-js';
-import postgres from 'postgres';
+import { openDatabase } from '../db/client.ts';
 import * as schema from '../db/schema.ts';
 import { buildApp } from '../lib/app.ts';
 import { parseConfig } from '../lib/config.ts';
@@ -33,9 +33,10 @@ const defaults = [
 const paths = given.length > 0 ? given : defaults;
 
 const captured: { query: string; params: unknown[] }[] = [];
-const sql = postgres(url, { max: 2, onnotice: () => {} });
-const db = drizzle(sql, { schema, logger: { logQuery: (query, params) => captured.push({ query, params }) } });
-const database = { sql, db, limiterSql: sql, close: () => sql.end() };
+const opened = openDatabase(url, { max: 2 });
+const { sql } = opened;
+// The app's own database, with a Drizzle logger that captures each query for EXPLAIN.
+const database = { ...opened, db: drizzle(sql, { schema, logger: { logQuery: (query, params) => captured.push({ query, params }) } }) };
 const registry = demoRegistry();
 const app = buildApp({ database, config: parseConfig({}), registry, cursorSecret: 'x'.repeat(32), log: () => {} });
 
@@ -73,4 +74,4 @@ for (const path of paths) {
     console.log(`${median.toFixed(2).padStart(9)} ms  cost ${String(cost).padStart(4)}  ${kind.padEnd(5)} ${path}  ${nodes(plan!)}`);
   }
 }
-await sql.end();
+await opened.close();

@@ -1,30 +1,67 @@
 // The database clients: one postgres.js pool with the Drizzle instance over it, and the rate limiter's
-// own connection.
+// own connection, which is thrown away and replaced when it stops answering.
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import postgres, { type Options, type Sql } from 'postgres';
 import * as schema from './schema.ts';
 
 export type Db = PostgresJsDatabase<typeof schema>;
 
+/**
+ * A client of one connection that is replaced by a fresh one when a statement on it outlives `deadlineMs`:
+ * a connection whose packets are silently dropped (a moved virtual IP, a failover) may never report an
+ * error, and postgres.js statements on it may never settle.
+ */
+export interface OwnConnection {
+  /** The current client. */
+  readonly sql: Sql;
+  /**
+   * How long a statement may go unanswered before its connection is taken for dead: the server's own
+   * `statement_timeout` on this connection plus a margin, so a connection that works has answered by then,
+   * with a result or a cancellation.
+   */
+  readonly deadlineMs: number;
+  /**
+   * Ends `stale` at once and makes a fresh client current; nothing when `stale` is no longer current.
+   * Every statement queued or sent on `stale` is rejected and never sent again, on any connection.
+   */
+  renew(stale: Sql): void;
+}
+
 export interface Database {
   readonly sql: Sql;
   readonly db: Db;
   /**
    * One connection for the rate limiter's decisions and lease releases (lib/limiter.ts keeps at most two
-   * statements in flight on it, pipelined): they never queue behind data queries that fill the pool, so
-   * the limiter keeps answering, and declining, while the collections are slow.
+   * statements in flight on it, pipelined), and for readiness: they never queue behind data queries that
+   * fill the pool, so the limiter keeps answering, and declining, while the collections are slow.
    */
-  readonly limiterSql: Sql;
+  readonly limiter: OwnConnection;
+  /**
+   * The longest a request's data queries take before it is answered 503: the pool's statement timeout,
+   * plus the time a query may wait for a connection of the pool (or for one that stopped answering).
+   */
+  readonly queryDeadlineMs: number;
   /** Closes both, letting statements in flight finish for up to 5 s. */
   close(): Promise<void>;
 }
 
 export interface DatabaseOptions {
-  /** Pool size. */
-  max?: number;
+  /** Pool size (default 10). */
+  readonly max?: number;
+  /** `statement_timeout` of the pool's connections, in ms (default 5000). */
+  readonly statementTimeoutMs?: number;
+  /** How long a data query may wait for a pool connection, in ms, on top of its own time (default 2000). */
+  readonly poolTimeoutMs?: number;
+  /** `statement_timeout` of the limiter's connection, in ms (default 2500). */
+  readonly limiterTimeoutMs?: number;
 }
 
+/** What a connection that works needs beyond the server's statement_timeout to report the cancellation. */
+const DEADLINE_MARGIN_MS = 1000;
+
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
+  const limiterTimeoutMs = options.limiterTimeoutMs ?? 2500;
   const common: Options<Record<string, never>> = {
     // A database that is away must turn into a quick 503, not a hanging request.
     connect_timeout: 2,
@@ -35,14 +72,55 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     idle_timeout: 30,
     onnotice: () => {},
   };
-  const sql = postgres(url, { ...common, max: options.max ?? 10, connection: { application_name: 'collections' } });
-  const limiterSql = postgres(url, { ...common, max: 1, connection: { application_name: 'collections-limiter' } });
+  const sql = postgres(url, {
+    ...common,
+    max: options.max ?? 10,
+    // The server cancels a data query that runs (or waits for a lock) longer than this: a 503, not a hang.
+    connection: { application_name: 'collections', statement_timeout: statementTimeoutMs },
+  });
+  const limiter = ownConnection(
+    () =>
+      postgres(url, {
+        ...common,
+        max: 1,
+        // postgres.js 3.4.9 fetches the array types after every (re)connection, and a connection ended or
+        // broken during that fetch leaves a promise rejected with no handler, which ends the process: this
+        // connection is renewed while it reconnects. The limiter sends its arrays as literals instead.
+        fetch_types: false,
+        // A decision the limiter has given up on must not be made much later, behind a lock.
+        connection: { application_name: 'collections-limiter', statement_timeout: limiterTimeoutMs },
+      }),
+    limiterTimeoutMs + DEADLINE_MARGIN_MS,
+  );
   return {
     sql,
     db: drizzle(sql, { schema }),
-    limiterSql,
+    limiter,
+    queryDeadlineMs: statementTimeoutMs + (options.poolTimeoutMs ?? 2000),
     async close() {
-      await Promise.all([sql.end({ timeout: 5 }), limiterSql.end({ timeout: 5 })]);
+      await Promise.all([sql.end({ timeout: 5 }), limiter.close()]);
+    },
+  };
+}
+
+function ownConnection(open: () => Sql, deadlineMs: number): OwnConnection & { close(): Promise<void> } {
+  let current = open();
+  let closed = false;
+  return {
+    get sql() {
+      return current;
+    },
+    deadlineMs,
+    renew(stale) {
+      if (stale !== current || closed) return;
+      current = open();
+      // end() with a zero timeout terminates the connection: what was sent on it, what waits to be sent
+      // and a statement held for a reconnection are all rejected (CONNECTION_DESTROYED), none is sent.
+      stale.end({ timeout: 0 }).catch(() => {});
+    },
+    close() {
+      closed = true;
+      return current.end({ timeout: 5 });
     },
   };
 }

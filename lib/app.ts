@@ -9,7 +9,8 @@ import { limitBody } from './body.ts';
 import { ApiError, methodNotAllowed, onError } from './errors.ts';
 import { socketAddress } from './identity.ts';
 import { issueKeyHandler } from './keys.ts';
-import { rateLimiter, withTimeout, type LimiterOptions } from './limiter-middleware.ts';
+import { answeredInTime, withTimeout } from './deadline.ts';
+import { rateLimiter, type LimiterOptions } from './limiter-middleware.ts';
 import type { Registry } from './registry.ts';
 
 export interface AppDeps {
@@ -31,16 +32,19 @@ export function buildApp(deps: AppDeps): Hono {
   const log = deps.log ?? ((error) => console.error(error));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  // Ready when every connection a request needs answers: the pool and, with the limiter on, the limiter's own.
-  const needed = deps.rateLimit ? [database.sql, database.limiterSql] : [database.sql];
+  // Ready when the database answers, asked on the limiter's own connection: it never queues behind the
+  // client queries that fill the pool (a busy pool is not a failed instance), and it is the connection
+  // every /v1 request needs first. A probe still unanswered at the connection's deadline renews it.
   app.get('/readyz', async (c) => {
-    await withTimeout(Promise.all(needed.map((sql) => sql`select 1`)), 2500);
+    const { limiter } = database;
+    const sql = limiter.sql;
+    await withTimeout(answeredInTime(limiter, sql, sql`select 1`), 2500);
     return c.json({ status: 'ready' });
   });
 
   // Everything under /v1 is rate-limited, errors included (API.md): the limiter comes first.
   if (deps.rateLimit) {
-    const limiter = rateLimiter({ sql: database.sql, limiterSql: database.limiterSql, config, registry, log }, deps.rateLimit);
+    const limiter = rateLimiter({ sql: database.sql, limiter: database.limiter, config, registry, log }, deps.rateLimit);
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
   app.post('/v1/keys', limitBody(), issueKeyHandler(database.db));

@@ -2,6 +2,7 @@
 import type { Database } from '../db/client.ts';
 import { baseUrl, linkBuilder } from './chunk.ts';
 import type { Config } from './config.ts';
+import { withTimeout } from './deadline.ts';
 import { isFilterName, parseFilters } from './filters.ts';
 import { cursorVariant } from './cursor.ts';
 import { offsetVariant } from './offset.ts';
@@ -35,5 +36,10 @@ export async function serveCollection(request: Request, collection: Collection, 
   const sort = variant.takes.includes('sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort);
   const collectionUrl = `${baseUrl(request, deps.config, peer)}/v1/${collection.name}`;
   const href = linkBuilder(collectionUrl, params);
-  return variant.serve({ collection, params, filters, sort, cursor, cursorSecret: deps.cursorSecret, database: deps.database, collectionUrl, href });
+  // The server cancels a query past its statement timeout; this also bounds the wait for a pool connection
+  // and a connection that stopped answering: a 503, and the limiter releases the request's lease.
+  return withTimeout(
+    variant.serve({ collection, params, filters, sort, cursor, cursorSecret: deps.cursorSecret, database: deps.database, collectionUrl, href }),
+    deps.database.queryDeadlineMs,
+  );
 }

@@ -16,6 +16,10 @@ export interface Config {
   readonly cursorSecret: string | undefined;
   /** After SIGTERM/SIGINT, in-flight requests get this long before connections are cut. */
   readonly shutdownTimeoutMs: number;
+  /** `statement_timeout` of data queries, in ms: a query that runs or waits longer is a 503. */
+  readonly statementTimeoutMs: number;
+  /** How long a request's data queries may wait for a pool connection, in ms, on top of their own time. */
+  readonly poolTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -86,10 +90,10 @@ function parseSecret(name: string, value: string | undefined, minLength: number)
   return value;
 }
 
-function parseMilliseconds(name: string, value: string | undefined, fallback: number, max: number): number {
+function parseMilliseconds(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
-  if (!/^\d{1,9}$/.test(value) || Number(value) > max) {
-    throw new ConfigError(`Invalid ${name}: expected a whole number of milliseconds from 0 to ${max}, got "${value}"`);
+  if (!/^\d{1,9}$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new ConfigError(`Invalid ${name}: expected a whole number of milliseconds from ${min} to ${max}, got "${value}"`);
   }
   return Number(value);
 }
@@ -104,6 +108,8 @@ export function parseConfig(env: Env): Config {
     trustProxy: parseTrustProxy(optional(env, 'TRUST_PROXY')),
     adminToken: parseSecret('ADMIN_TOKEN', optional(env, 'ADMIN_TOKEN'), 16),
     cursorSecret: parseSecret('CURSOR_SECRET', optional(env, 'CURSOR_SECRET'), 32),
-    shutdownTimeoutMs: parseMilliseconds('SHUTDOWN_TIMEOUT_MS', optional(env, 'SHUTDOWN_TIMEOUT_MS'), 10_000, 600_000),
+    shutdownTimeoutMs: parseMilliseconds('SHUTDOWN_TIMEOUT_MS', optional(env, 'SHUTDOWN_TIMEOUT_MS'), 10_000, 0, 600_000),
+    statementTimeoutMs: parseMilliseconds('STATEMENT_TIMEOUT_MS', optional(env, 'STATEMENT_TIMEOUT_MS'), 5000, 100, 3_600_000),
+    poolTimeoutMs: parseMilliseconds('POOL_TIMEOUT_MS', optional(env, 'POOL_TIMEOUT_MS'), 2000, 100, 3_600_000),
   });
 }

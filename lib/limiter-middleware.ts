@@ -1,8 +1,10 @@
 // Hono middleware in front of /v1: identify the client, charge the allowance, hold a concurrency lease.
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Sql } from 'postgres';
+import type { OwnConnection } from '../db/client.ts';
 import type { Config } from './config.ts';
 import { requestCost } from './cost.ts';
+import { withTimeout } from './deadline.ts';
 import { ApiError, isDatabaseUnavailable } from './errors.ts';
 import { clientSubject, parseAuthorization, socketAddress } from './identity.ts';
 import { databaseLimiter, housekeep, rateLimitHeaders, type Decision } from './limiter.ts';
@@ -25,29 +27,11 @@ export interface LimiterOptions {
 export interface LimiterDeps {
   /** The pool: housekeeping. */
   readonly sql: Sql;
-  /** The limiter's own connection: decisions and lease releases (Database.limiterSql). */
-  readonly limiterSql: Sql;
+  /** The limiter's own connection: decisions and lease releases (Database.limiter). */
+  readonly limiter: OwnConnection;
   readonly config: Config;
   readonly registry: Registry;
   readonly log: (error: unknown) => void;
-}
-
-function unavailable(): ApiError {
-  return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
-}
-
-/**
- * Rejects with a 503 `unavailable` when the database takes longer than `ms` (a quick answer, not a hang).
- * The rejection waits one turn of the event loop after the timer: when the process itself was held up
- * (a long synchronous task, a paused machine), an answer that arrived meanwhile is read after the timer
- * fires, in the same turn, and it wins.
- */
-export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => setImmediate(() => reject(unavailable())), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** POST /v1/keys draws on the registration tier per address; everything else under /v1 on the client's. */
@@ -56,7 +40,7 @@ function isRegistration(c: Context): boolean {
 }
 
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
-  const { sql, limiterSql, config, registry, log } = deps;
+  const { sql, config, registry, log } = deps;
   const remoteAddress = options.remoteAddress ?? socketAddress;
   const clockOffset = options.clockOffset ?? (() => 0);
   const leaseTtl = options.leaseTtlSeconds ?? 30;
@@ -64,7 +48,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
   const housekeepingMs = options.housekeepingMs ?? 10_000;
   // The instance's clock only schedules housekeeping; every decision uses the database clock.
   let lastHousekeeping = performance.now();
-  const limiter = databaseLimiter(limiterSql, leaseTtl);
+  const limiter = databaseLimiter(deps.limiter, leaseTtl);
 
   function offerHousekeeping(): void {
     if (housekeepingMs <= 0 || performance.now() - lastHousekeeping < housekeepingMs) return;
@@ -95,6 +79,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       // Answered 503: a decision still waiting to be sent never is; one already sent that takes a lease
       // gives it back.
       abandoned.abort();
+      limiter.abandoned(abandoned.signal);
       deciding.then((late) => late.lease && limiter.release(late.subject, late.lease)).catch(() => {});
       throw error;
     });
@@ -122,10 +107,14 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       await next();
     } finally {
       if (decision.lease !== undefined) {
-        // Released before the response leaves, so a client's next request never meets its own lease.
-        await withTimeout(limiter.release(decision.subject, decision.lease), timeoutMs).catch((error) => {
+        // Released before the response leaves, so a client's next request never meets its own lease. A
+        // release that fails is kept by the limiter and sent again once the database answers. A 503 (the
+        // database failed this request) does not wait for it: its client waits for Retry-After anyway,
+        // and a connection that stopped answering would hold the answer up to the timeout.
+        const released = withTimeout(limiter.release(decision.subject, decision.lease), timeoutMs).catch((error: unknown) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
         });
+        if (c.res.status !== 503) await released;
       }
     }
     // Handlers may return a plain Response that does not carry the headers set above. Set them on it in

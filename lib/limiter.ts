@@ -1,5 +1,8 @@
-// The rate-limit decisions and lease releases in PostgreSQL (batched, one round trip), housekeeping, and headers.
-import type { Sql } from 'postgres';
+// The rate-limit decisions and lease releases in PostgreSQL (batched, one round trip, with a deadline),
+// housekeeping, and headers.
+import type { PendingQuery, Row, Sql } from 'postgres';
+import type { OwnConnection } from '../db/client.ts';
+import { answeredInTime } from './deadline.ts';
 
 export type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency';
 
@@ -38,6 +41,8 @@ export interface Decision {
 export interface Lease {
   readonly slot: number;
   readonly token: string;
+  /** performance.now() by which the lease has expired anyway: a release still owed then is dropped. */
+  readonly expiresAt: number;
 }
 
 export interface Limiter {
@@ -47,7 +52,18 @@ export interface Limiter {
    * later and holds no lease; it rejects with the signal's reason.
    */
   decide(input: DecisionInput, signal?: AbortSignal): Promise<Decision>;
-  /** Ends a lease; resolves once the slot is free for the subject's next request, at any instance. */
+  /**
+   * The request of `signal` stopped waiting for its decision (it was answered 503; `signal` has aborted).
+   * A statement carrying the decision that postgres.js has not yet handed to a connection (it waits for
+   * one to connect) must then never go: the connection is renewed, which rejects it. One already on the
+   * wire may still be made; the caller gives its lease back.
+   */
+  abandoned(signal: AbortSignal): void;
+  /**
+   * Ends a lease; resolves once the slot is free for the subject's next request, at any instance. When it
+   * fails (the database is away), it rejects, and the release is kept and sent again with the limiter's
+   * next statements until the database takes it or the lease has expired anyway.
+   */
   release(subject: string, lease: Lease): Promise<void>;
 }
 
@@ -65,6 +81,14 @@ interface PendingRelease {
   reject(error: unknown): void;
 }
 
+/** A statement handed to postgres.js, on the client `sql`. */
+interface Statement {
+  readonly sql: Sql;
+  readonly batch: readonly PendingDecision[];
+  readonly query: PendingQuery<Row[]>;
+  settled: boolean;
+}
+
 /**
  * Statements the limiter keeps on the wire at once. The second goes out while the first runs, behind it
  * on the one connection (postgres.js pipelines them): the backend starts it as soon as the first commits,
@@ -72,26 +96,79 @@ interface PendingRelease {
  */
 const PIPELINE_DEPTH = 2;
 
+/** Failed releases kept for another try; beyond this, the oldest (the first to expire anyway) are dropped. */
+const MAX_OWED_RELEASES = 10_000;
+
+/** How soon failed releases are tried again when no other statement carries them. */
+const RELEASE_RETRY_MS = 250;
+
+/** A plain client (tests) is never replaced; its statements still settle by this deadline. */
+const PLAIN_CLIENT_DEADLINE_MS = 60_000;
+
+function plainConnection(sql: Sql): OwnConnection {
+  return { sql, deadlineMs: PLAIN_CLIENT_DEADLINE_MS, renew() {} };
+}
+
+function ignore(): void {}
+
 /**
  * The limiter's client. It keeps at most PIPELINE_DEPTH statements in flight: whatever is asked for
  * meanwhile, the decisions of requests that begin and the lease releases of requests that end, goes to
  * the database as the next statement, rate_decide (or rate_release when it holds releases only), sent once
  * one in flight has answered. Idle, a decision goes at once (in the next turn of the event loop); under
  * load, requests share a statement, its commit and a wake-up of the database backend, with no timer to
- * wait for, and each waits at most for the statements in flight before its own. `sql` should be a
- * connection of the limiter's own (Database.limiterSql), so that decisions never queue behind slow data
- * queries. `leaseTtl` is the lease time-to-live in seconds; 0 takes no lease (no concurrency cap).
+ * wait for, and each waits at most for the statements in flight before its own. `connection` should be
+ * the limiter's own (Database.limiter), so that decisions never queue behind slow data queries.
+ *
+ * Every statement has a deadline (the connection's): past it, the connection is taken for dead and
+ * replaced, and what was on it is rejected, never sent again. The statements in flight are counted on the
+ * current connection only, so one that never settles cannot hold the pipeline. `leaseTtl` is the lease
+ * time-to-live in seconds; 0 takes no lease (no concurrency cap).
  */
-export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
+export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: number): Limiter {
+  const own = typeof connection === 'function' ? plainConnection(connection) : connection;
   let decisions: PendingDecision[] = [];
   let releases: PendingRelease[] = [];
+  /** Releases that failed, sent again with the next statement (or on a timer) while their lease lives. */
+  let owed: PendingRelease[] = [];
+  let retryTimer: NodeJS.Timeout | undefined;
   let scheduled = false;
-  let inFlight = 0;
+  /** The statements in flight, each with the client it was sent on. */
+  const inFlight = new Set<Statement>();
+
+  function onCurrentConnection(): number {
+    let count = 0;
+    for (const statement of inFlight) if (statement.sql === own.sql) count++;
+    return count;
+  }
 
   function schedule(): void {
-    if (scheduled || inFlight >= PIPELINE_DEPTH) return;
+    if (scheduled || onCurrentConnection() >= PIPELINE_DEPTH) return;
     scheduled = true;
     setImmediate(flush);
+  }
+
+  function owe(failed: PendingRelease[]): void {
+    const now = performance.now();
+    for (const { subject, lease } of failed) {
+      if (lease.expiresAt > now) owed.push({ subject, lease, resolve: ignore, reject: ignore });
+    }
+    if (owed.length > MAX_OWED_RELEASES) owed.splice(0, owed.length - MAX_OWED_RELEASES);
+    if (owed.length > 0 && retryTimer === undefined) {
+      retryTimer = setTimeout(() => {
+        retryTimer = undefined;
+        if (owed.length > 0) schedule();
+      }, RELEASE_RETRY_MS);
+      retryTimer.unref();
+    }
+  }
+
+  function takeOwed(): PendingRelease[] {
+    if (owed.length === 0) return owed;
+    const now = performance.now();
+    const live = owed.filter((pending) => pending.lease.expiresAt > now);
+    owed = [];
+    return live;
   }
 
   function flush(): void {
@@ -101,46 +178,52 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
       if (pending.signal?.aborted) pending.reject(pending.signal.reason);
       else batch.push(pending);
     }
-    const ending = releases;
+    const ending = owed.length === 0 ? releases : releases.concat(takeOwed());
     decisions = [];
     releases = [];
     if (batch.length === 0 && ending.length === 0) return;
-    inFlight++;
-    send(batch, ending)
+    const sql = own.sql;
+    const statement: Statement = { sql, batch, query: send(sql, batch, ending), settled: false };
+    inFlight.add(statement);
+    answeredInTime(own, sql, statement.query)
+      .then((rows) => {
+        if (!answers(rows, batch.length)) {
+          // Not this statement's answer: taken as a failure, so its releases are kept, and the connection
+          // (whose exchange is out of step) is replaced.
+          own.renew(sql);
+          throw new Error(`Limiter statement: expected ${Math.max(batch.length, 1)} rows, got ${rows.length}`);
+        }
+        for (const pending of ending) pending.resolve();
+        if (batch.length === 0) return; // rate_release
+        for (const row of rows) batch[(row.idx as number) - 1]!.resolve(decisionOf(row, leaseTtl));
+      })
       .catch((error: unknown) => {
         for (const pending of batch) pending.reject(error);
         for (const pending of ending) pending.reject(error);
+        owe(ending);
       })
       .finally(() => {
-        inFlight--;
+        statement.settled = true;
+        inFlight.delete(statement);
         if (decisions.length > 0 || releases.length > 0) schedule();
       });
   }
 
-  async function send(batch: PendingDecision[], ending: PendingRelease[]): Promise<void> {
-    const subjects = ending.map((pending) => pending.subject);
-    const slots = ending.map((pending) => pending.lease.slot);
-    const tokens = ending.map((pending) => pending.lease.token);
+  function send(sql: Sql, batch: PendingDecision[], ending: PendingRelease[]): PendingQuery<Row[]> {
+    const subjects = arrayLiteral(ending.map((pending) => pending.subject));
+    const slots = arrayLiteral(ending.map((pending) => pending.lease.slot));
+    const tokens = arrayLiteral(ending.map((pending) => pending.lease.token));
     if (batch.length === 0) {
-      await sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
-      for (const pending of ending) pending.resolve();
-      return;
+      return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
     }
     const inputs = batch.map((pending) => pending.input);
-    // Key hashes travel in hex: postgres.js would send an array of Buffers as one bytea.
-    const rows = await sql`
+    // Key hashes travel in hex, cast back in rate_decide.
+    return sql`
       select * from rate_decide(
-        ${inputs.map((input) => input.keyHash?.toString('hex') ?? null)}::text[], ${inputs.map((input) => input.ipSubject)}::text[],
-        ${inputs.map((input) => input.ipTier)}::text[], ${inputs.map((input) => input.cost)}::int[],
-        ${inputs.map((input) => input.clockOffset)}::float8[], ${leaseTtl},
-        ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
-    for (const pending of ending) pending.resolve();
-    for (const row of rows) batch[(row.idx as number) - 1]!.resolve(decisionOf(row));
-    // Every decision gets a row; a missing one would be a bug in rate_decide, and must not hang a request.
-    if (rows.length < batch.length) {
-      const missing = new Error('rate_decide returned no row for a decision');
-      for (const pending of batch) pending.reject(missing); // no effect on those already resolved
-    }
+        ${arrayLiteral(inputs.map((input) => input.keyHash?.toString('hex') ?? null))}::text[],
+        ${arrayLiteral(inputs.map((input) => input.ipSubject))}::text[], ${arrayLiteral(inputs.map((input) => input.ipTier))}::text[],
+        ${arrayLiteral(inputs.map((input) => input.cost))}::int[], ${arrayLiteral(inputs.map((input) => input.clockOffset))}::float8[],
+        ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
   }
 
   return {
@@ -149,6 +232,13 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
         decisions.push({ input, signal, resolve, reject });
         schedule();
       });
+    },
+    abandoned(signal) {
+      // A rare path (a 503): the few statements in flight are searched, nothing is kept per request.
+      for (const statement of inFlight) {
+        const waiting = !statement.settled && (statement.query as { state?: unknown }).state === null;
+        if (waiting && statement.batch.some((pending) => pending.signal === signal)) own.renew(statement.sql);
+      }
     },
     release(subject, lease) {
       return new Promise<void>((resolve, reject) => {
@@ -159,7 +249,34 @@ export function databaseLimiter(sql: Sql, leaseTtl: number): Limiter {
   };
 }
 
-function decisionOf(row: Record<string, unknown>): Decision {
+/**
+ * A PostgreSQL array literal (`{"a",NULL,"b"}`), sent as text and cast in SQL. The limiter's connection
+ * does not fetch array types (Database.limiter): postgres.js would serialize a JS array only with them.
+ */
+function arrayLiteral(values: readonly (string | number | null)[]): string {
+  const elements = values.map((value) =>
+    value === null ? 'NULL' : typeof value === 'number' ? String(value) : `"${value.replace(/[\\"]/g, '\\$&')}"`,
+  );
+  return `{${elements.join(',')}}`;
+}
+
+/**
+ * Whether `rows` answer a statement of `decisions` decisions: one row per decision, each numbered, or
+ * rate_release's one row. postgres.js was seen to settle a statement held across reconnection attempts
+ * with an empty result it never ran: a release so settled must be kept, not taken as done.
+ */
+function answers(rows: readonly Record<string, unknown>[], decisions: number): boolean {
+  if (decisions === 0) return rows.length === 1 && 'rate_release' in rows[0]!;
+  if (rows.length !== decisions) return false;
+  const seen = new Set<unknown>();
+  for (const row of rows) {
+    if (typeof row.idx !== 'number' || row.idx < 1 || row.idx > decisions) return false;
+    seen.add(row.idx);
+  }
+  return seen.size === decisions;
+}
+
+function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
   // bigint columns arrive as strings; all of them are far below 2^53.
   return {
     outcome: row.outcome as Outcome,
@@ -172,7 +289,11 @@ function decisionOf(row: Record<string, unknown>): Decision {
     reset: Number(row.reset),
     retryAfter: Number(row.retry_after),
     now: Number(row.now_second),
-    lease: row.lease_slot === null ? undefined : { slot: row.lease_slot as number, token: String(row.lease_token) },
+    lease:
+      row.lease_slot === null
+        ? undefined
+        : // The database counts the TTL from its decision, a little before this answer: never later than this.
+          { slot: row.lease_slot as number, token: String(row.lease_token), expiresAt: performance.now() + leaseTtl * 1000 },
   };
 }
 

@@ -12,6 +12,8 @@ t.test('defaults', async (t) => {
     adminToken: undefined,
     cursorSecret: undefined,
     shutdownTimeoutMs: 10_000,
+    statementTimeoutMs: 5000,
+    poolTimeoutMs: 2000,
   });
   t.ok(Object.isFrozen(config));
 });
@@ -31,6 +33,8 @@ t.test('good values', async (t) => {
   t.same(parseConfig({ TRUST_PROXY: '2' }).trustProxy, { kind: 'hops', hops: 2 });
   for (const off of ['0', 'false', 'off']) t.same(parseConfig({ TRUST_PROXY: off }).trustProxy, { kind: 'none' }, off);
   t.same(parseConfig({ TRUST_PROXY: '192.0.2.0/255.255.255.0' }).trustProxy.kind, 'addresses', 'a netmask');
+  t.equal(parseConfig({ STATEMENT_TIMEOUT_MS: '1500' }).statementTimeoutMs, 1500);
+  t.equal(parseConfig({ POOL_TIMEOUT_MS: '250' }).poolTimeoutMs, 250);
 });
 
 t.test('bad values stop start-up with a message naming the variable', async (t) => {
@@ -49,6 +53,10 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { CURSOR_SECRET: 'short' },
     { SHUTDOWN_TIMEOUT_MS: '10s' },
     { SHUTDOWN_TIMEOUT_MS: '600001' },
+    { STATEMENT_TIMEOUT_MS: '5s' },
+    { STATEMENT_TIMEOUT_MS: '0' },
+    { POOL_TIMEOUT_MS: '-1' },
+    { POOL_TIMEOUT_MS: '99' },
   ];
   for (const env of bad) {
     const name = Object.keys(env)[0]!;

@@ -151,7 +151,7 @@ t.test('health, readiness and admin are not rate limited', async (t) => {
 t.test("readiness needs the limiter's connection too: without it, /readyz is 503 while /healthz stays 200", async (t) => {
   const api = await limitedApp(t);
   t.equal((await api.request('/readyz')).status, 200);
-  await api.db.limiterSql.end();
+  await api.db.limiter.sql.end();
   const res = await api.request('/readyz');
   t.equal(res.status, 503);
   t.equal((await res.json()).code, 'unavailable');

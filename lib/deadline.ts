@@ -1,0 +1,59 @@
+// Deadlines on database work: a quick 503 instead of a hang, and a connection replaced when it stops answering.
+import type { Sql } from 'postgres';
+import type { OwnConnection } from '../db/client.ts';
+import { ApiError } from './errors.ts';
+
+export function unavailable(): ApiError {
+  return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
+}
+
+/**
+ * Rejects with a 503 `unavailable` when the database takes longer than `ms` (a quick answer, not a hang).
+ * The rejection waits one turn of the event loop after the timer: when the process itself was held up
+ * (a long synchronous task, a paused machine), an answer that arrived meanwhile is read after the timer
+ * fires, in the same turn, and it wins.
+ */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => setImmediate(() => reject(unavailable())), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * `statement`, sent on `sql` (the current client of `connection`), settles by the connection's deadline:
+ * past it, the connection is taken for dead and renewed, which rejects everything still on it, and this
+ * rejects with an ETIMEDOUT error (a 503). One timer per statement; an answer that arrived while the
+ * process was held up wins, as in withTimeout.
+ */
+export function answeredInTime<T>(connection: OwnConnection, sql: Sql, statement: PromiseLike<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          connection.renew(sql);
+          const error = new Error(`Database connection: no answer in ${connection.deadlineMs} ms; replaced`);
+          reject(Object.assign(error, { code: 'ETIMEDOUT' }));
+        }),
+      connection.deadlineMs,
+    );
+    statement.then(
+      (value) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,75 @@
+// A real server process whose database connections all go through a TCP proxy the test controls.
+import { seedTable } from '../../db/seed.ts';
+import { testDatabase, type TestDatabase } from './db.ts';
+import { freePort, startServer, type ServerProcess } from './servers.ts';
+import { startProxy, type TcpProxy } from './tcp-proxy.ts';
+
+export interface ProxiedService {
+  /** The test's own clients reach the database directly, never through the proxy. */
+  readonly db: TestDatabase;
+  readonly proxy: TcpProxy;
+  readonly server: ServerProcess;
+}
+
+/**
+ * A fresh database with a little demo data and an anonymous tier that never limits (unless `tier` says
+ * otherwise), and a server on it through a proxy; `env` is added to the server's environment.
+ */
+export async function proxiedService(
+  t: { teardown(fn: () => unknown): void },
+  options: { env?: Record<string, string>; concurrency?: number } = {},
+): Promise<ProxiedService> {
+  const db = await testDatabase(t);
+  await seedTable(db.sql, 'products', 200);
+  await seedTable(db.sql, 'orders', 10);
+  await seedTable(db.sql, 'events', 10);
+  await db.sql`update rate_tiers set allowance = 1000000, concurrency = ${options.concurrency ?? 1000} where name = 'anonymous'`;
+  const proxy = await startProxy(t, db.url);
+  const server = await startServer(t, await freePort(), { DATABASE_URL: proxy.urlOf(db.url), ...options.env });
+  return { db, proxy, server };
+}
+
+export interface Sample {
+  readonly path: string;
+  readonly status: number;
+  /** performance.now() when the request was sent and when its answer was complete. */
+  readonly sent: number;
+  readonly done: number;
+  readonly headers: Headers | undefined;
+  readonly body: string;
+}
+
+/** GETs `path` once; a request with no answer in `timeoutMs` (or a dropped connection) has status 0. */
+export async function sample(base: string, path: string, timeoutMs = 10_000): Promise<Sample> {
+  const sent = performance.now();
+  try {
+    const res = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+    const body = await res.text();
+    return { path, status: res.status, sent, done: performance.now(), headers: res.headers, body };
+  } catch {
+    return { path, status: 0, sent, done: performance.now(), headers: undefined, body: '' };
+  }
+}
+
+/** Clients that each send `path` one request after another, `pauseMs` apart, until stopped. */
+export function steadyLoad(base: string, paths: string[], pauseMs: number): { samples: Sample[]; stop(): Promise<void> } {
+  const samples: Sample[] = [];
+  let running = true;
+  const loops = paths.map(async (path) => {
+    while (running) {
+      samples.push(await sample(base, path));
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+  });
+  return {
+    samples,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
