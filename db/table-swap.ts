@@ -32,8 +32,8 @@ interface Grant {
  * identity sequence that goes on from the copy's last row. A failure leaves the live table as it was.
  *
  * Two transactions: the load commits before the swap begins, so the swap's commit, made while it holds
- * the live table's lock, has only a few catalog rows to flush to the WAL, not the whole load (one commit
- * for both kept readers waiting 1.3 s for the WAL flush of 600,000 rows).
+ * the live table's lock, waits for the WAL flush of a few catalog rows only, never for the tail of the
+ * load's WAL (a commit waits for its flush before it releases its locks).
  */
 export async function replaceTable(
   sql: Sql,
