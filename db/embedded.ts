@@ -188,7 +188,8 @@ interface Postmaster {
   status: string;
 }
 
-function alive(pid: number): boolean {
+/** Whether process `pid` exists (EPERM: it does, run by another user). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

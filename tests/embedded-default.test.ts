@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { freePort } from './helpers/servers.ts';
 import { testDatabase } from './helpers/db.ts';
+import { alive } from '../db/embedded.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -45,15 +46,6 @@ function listening(command: Command): Promise<void> {
     if (command.child.exitCode !== null) throw new Error(`Exited early:\n${command.output()}`);
     return command.output().includes('Listening on');
   });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function portOpen(port: number): Promise<boolean> {

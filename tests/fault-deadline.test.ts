@@ -1,20 +1,11 @@
 // Data queries have a deadline: behind a lock or on a connection that stopped answering, a request is a
 // 503 with Retry-After by the statement timeout (plus the pool timeout), and its lease is released.
-import type { Sql } from 'postgres';
 import t from 'tap';
 import { liveLeases } from './helpers/limiter.ts';
+import { lockWaiters } from './helpers/db.ts';
 import { proxiedService, sample, sleep } from './helpers/proxied.ts';
 
 const env = { STATEMENT_TIMEOUT_MS: '1000', POOL_TIMEOUT_MS: '1000' };
-
-/** Resolves once `count` sessions of `database` wait for a lock. */
-async function lockWaiters(sql: Sql, database: string, count: number): Promise<void> {
-  for (;;) {
-    const [row] = await sql`select count(*)::int as n from pg_stat_activity where datname = ${database} and wait_event_type = 'Lock'`;
-    if (row!.n >= count) return;
-    await sleep(50);
-  }
-}
 
 /** Resolves once `check` holds, or after `ms`. */
 async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {

@@ -1,18 +1,9 @@
 // Leases of requests that ended while the database was away are released once it is back, not after
 // their TTL: a client at its concurrency cap is served again at once.
-import type { Sql } from 'postgres';
 import t from 'tap';
 import { liveLeases } from './helpers/limiter.ts';
+import { lockWaiters } from './helpers/db.ts';
 import { proxiedService, sample, sleep } from './helpers/proxied.ts';
-
-/** Resolves once `count` sessions of `database` wait for a lock. */
-async function lockWaiters(sql: Sql, database: string, count: number): Promise<void> {
-  for (;;) {
-    const [row] = await sql`select count(*)::int as n from pg_stat_activity where datname = ${database} and wait_event_type = 'Lock'`;
-    if (row!.n >= count) return;
-    await sleep(50);
-  }
-}
 
 t.test('a client at its cap when the database went away is served right after it is back', async (t) => {
   const { db, proxy, server } = await proxiedService(t, { concurrency: 2, env: { STATEMENT_TIMEOUT_MS: '30000' } });

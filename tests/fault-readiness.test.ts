@@ -1,16 +1,8 @@
 // /readyz says whether the database answers: a pool busy with slow client queries is still ready; a
 // database that is away is not.
-import type { Sql } from 'postgres';
 import t from 'tap';
+import { lockWaiters } from './helpers/db.ts';
 import { proxiedService, sample, sleep } from './helpers/proxied.ts';
-
-async function lockWaiters(sql: Sql, database: string, count: number): Promise<void> {
-  for (;;) {
-    const [row] = await sql`select count(*)::int as n from pg_stat_activity where datname = ${database} and wait_event_type = 'Lock'`;
-    if (row!.n >= count) return;
-    await sleep(50);
-  }
-}
 
 t.test('/readyz is 200 while the pool is full of slow queries, 503 while the database is away', async (t) => {
   const { db, proxy, server } = await proxiedService(t, { env: { STATEMENT_TIMEOUT_MS: '30000', POOL_TIMEOUT_MS: '30000' } });

@@ -1,6 +1,6 @@
 // Each test file gets its own fresh database on the test server, migrated, and dropped at teardown.
 import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
+import postgres, { type Sql } from 'postgres';
 import { openDatabase, type Database } from '../../db/client.ts';
 import { runMigrations } from '../../db/migrate.ts';
 
@@ -40,4 +40,13 @@ export async function testDatabase(t: Teardown, options: { max?: number } = {}):
     await admin.end();
   });
   return { ...database, url, name };
+}
+
+/** Resolves once `count` sessions of `database` wait for a lock (a request provably in flight behind it). */
+export async function lockWaiters(sql: Sql, database: string, count: number): Promise<void> {
+  for (;;) {
+    const [row] = await sql`select count(*)::int as n from pg_stat_activity where datname = ${database} and wait_event_type = 'Lock'`;
+    if (row!.n >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
