@@ -92,4 +92,10 @@ async function main(): Promise<void> {
 }
 
 // Run only as a script: the bench imports seedWithProgress from here.
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();
+// A failure (no database to reach, an embedded PostgreSQL that cannot start) is one line, not a stack trace.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  await main().catch((error: unknown) => {
+    console.error(`Could not seed: ${(error as Error).message || String(error)}`);
+    process.exit(1);
+  });
+}
