@@ -169,6 +169,10 @@ interface Placement {
  */
 async function place(dataDir: string, binaries: Binaries, runAs: RunAs | undefined): Promise<Placement> {
   const link = path.resolve(dataDir);
+  // Its parent is made first, so that reachability is asked of the folder the data will live in.
+  await mkdir(path.dirname(link), { recursive: true });
+  // A link whose target is gone (the cache folder was cleaned away) holds no data any more: start anew.
+  if (!existsSync(link) && (await lstat(link).catch(() => undefined))?.isSymbolicLink()) await rm(link, { force: true });
   const current = existsSync(link) ? realpathSync(link) : link;
   const binOk = reachable(runAs, path.join(binaries.dir, 'bin'));
   const dataOk = reachable(runAs, path.dirname(current));
