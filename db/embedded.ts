@@ -177,9 +177,13 @@ async function place(dataDir: string, binaries: Binaries, runAs: RunAs | undefin
   const binOk = reachable(runAs, path.join(binaries.dir, 'bin'));
   const dataOk = reachable(runAs, path.dirname(current));
   if (binOk && dataOk) return { binDir: binaries.dir, dataDir: current };
-  const cache = await cacheFor(path.dirname(link));
-  const binDir = binOk ? binaries.dir : await copyBinaries(binaries, cache);
+  // One cache folder per project (the checkout the binaries are installed in), whatever data folder a
+  // command names, so the binaries are copied once; the project's own .data keeps its cluster there too.
+  const project = binaries.dir.split(`${path.sep}node_modules${path.sep}`)[0]!;
+  const binDir = binOk ? binaries.dir : await copyBinaries(binaries, await cacheFor(project));
   if (dataOk) return { binDir, dataDir: current };
+  const parent = path.dirname(link);
+  const cache = await cacheFor(parent === path.join(project, '.data') ? project : parent);
   const target = path.join(cache, path.basename(link));
   await linkDataDir(link, target);
   return { binDir, dataDir: target, note: `linked from ${link}, since the ${USER} user cannot reach ${path.dirname(link)}` };
