@@ -62,6 +62,11 @@ t.test('exceeded: further requests are declined and use up nothing, whatever els
 t.test('exceeded → within allowance when the clock reaches Reset', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 2, 10, 4);
+  // Both units in one 1-second bucket (a 10 s window), so they leave together at Reset: the clock is
+  // moved to just after a whole second first. Two requests straddling a second boundary would leave one
+  // by one, and then only one unit is back at the 429's Reset (when this request's cost first fits).
+  const now = await dbNow(api.db);
+  api.clock = Math.ceil(now) + 0.05 - now;
   await api.request('/v1');
   await api.request('/v1');
   const declined = await api.request('/v1');
