@@ -38,7 +38,8 @@ const { sql } = opened;
 // The app's own database, with a Drizzle logger that captures each query for EXPLAIN.
 const database = { ...opened, db: drizzle(sql, { schema, logger: { logQuery: (query, params) => captured.push({ query, params }) } }) };
 const registry = demoRegistry();
-const app = buildApp({ database, config: parseConfig({}), registry, cursorSecret: 'x'.repeat(32), log: () => {} });
+const cursorSecret = 'x'.repeat(32);
+const app = buildApp({ database, config: parseConfig({}), registry, cursorSecret, log: () => {} });
 
 interface PlanNode {
   'Node Type': string;
@@ -58,7 +59,7 @@ for (const path of paths) {
   const res = await app.request(`http://bench.local${path}`);
   if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   const collection = registry.get(new URL(path, 'http://x').pathname.split('/')[2]!);
-  const cost = requestCost(collection, rawQueryOf(path));
+  const cost = requestCost(collection, rawQueryOf(path), cursorSecret);
   for (const { query, params } of captured) {
     const times: number[] = [];
     let plan: PlanNode | undefined;

@@ -44,7 +44,7 @@ export function buildApp(deps: AppDeps): Hono {
 
   // Everything under /v1 is rate-limited, errors included (API.md): the limiter comes first.
   if (deps.rateLimit) {
-    const limiter = rateLimiter({ sql: database.sql, limiter: database.limiter, config, registry, log }, deps.rateLimit);
+    const limiter = rateLimiter({ sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log }, deps.rateLimit);
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
   app.post('/v1/keys', limitBody(), issueKeyHandler(database.db));

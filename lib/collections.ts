@@ -3,12 +3,13 @@ import type { Database } from '../db/client.ts';
 import { baseUrl, linkBuilder } from './chunk.ts';
 import type { Config } from './config.ts';
 import { withTimeout } from './deadline.ts';
-import { isFilterName, parseFilters } from './filters.ts';
+import type { CursorPayload } from './cursor-token.ts';
+import { isFilterName, parseFilters, type Filter } from './filters.ts';
 import { cursorVariant } from './cursor.ts';
 import { offsetVariant } from './offset.ts';
 import { pageVariant } from './page.ts';
-import { parseQueryString, rawQueryOf } from './params.ts';
-import type { Collection, VariantName } from './registry.ts';
+import { parseQueryString, rawQueryOf, type QueryParams } from './params.ts';
+import type { Collection, SortKey, VariantName } from './registry.ts';
 import { parseSort, withTieBreaker } from './sort.ts';
 import { timeVariant } from './time.ts';
 import { checkParamsTaken, selectVariant, type Variant } from './variant.ts';
@@ -26,14 +27,32 @@ export interface CollectionDeps {
   readonly cursorSecret: string;
 }
 
-/** `peer`: the socket's remote address, which decides whether forwarded host and proto count. */
-export async function serveCollection(request: Request, collection: Collection, deps: CollectionDeps, peer: string | undefined): Promise<Response> {
-  const params = parseQueryString(rawQueryOf(request.url));
-  const { variant: name, cursor } = selectVariant(collection, params, deps.cursorSecret);
+/** A collection query read and checked as far as it can be without the database. */
+export interface ReadQuery {
+  readonly variant: Variant;
+  /** The verified cursor, when one was sent. */
+  readonly cursor: CursorPayload | undefined;
+  readonly filters: readonly Filter[];
+  readonly sort: readonly SortKey[];
+}
+
+/**
+ * Picks the variant and checks what every variant shares: the parameters it takes, the filters, the sort.
+ * A 400 (ApiError) on anything wrong. The handler serves what this reads, and the cost rule charges it.
+ */
+export function readQuery(collection: Collection, params: QueryParams, cursorSecret: string): ReadQuery {
+  const { variant: name, cursor } = selectVariant(collection, params, cursorSecret);
   const variant = variants[name];
   checkParamsTaken(variant, params.keys(), (param) => isFilterName(collection, param));
   const filters = parseFilters(collection, params);
   const sort = variant.takes.includes('sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort);
+  return { variant, cursor, filters, sort };
+}
+
+/** `peer`: the socket's remote address, which decides whether forwarded host and proto count. */
+export async function serveCollection(request: Request, collection: Collection, deps: CollectionDeps, peer: string | undefined): Promise<Response> {
+  const params = parseQueryString(rawQueryOf(request.url));
+  const { variant, cursor, filters, sort } = readQuery(collection, params, deps.cursorSecret);
   const collectionUrl = `${baseUrl(request, deps.config, peer)}/v1/${collection.name}`;
   const href = linkBuilder(collectionUrl, params);
   // The server cancels a query past its statement timeout; this also bounds the wait for a pool connection

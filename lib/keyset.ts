@@ -5,7 +5,7 @@ import { linkBuilder } from './chunk.ts';
 import { encodeCursor, type CursorPayload } from './cursor-token.ts';
 import { ApiError, invalidCursor } from './errors.ts';
 import { filterCondition, filterParam, parseFilters, type Filter } from './filters.ts';
-import { parseInteger } from './params.ts';
+import { parseSize } from './params.ts';
 import type { Collection, FieldType, SortKey } from './registry.ts';
 import { orderBy } from './sort.ts';
 import type { ChunkRequest } from './variant.ts';
@@ -127,9 +127,7 @@ export async function fetchKeyset(
 
 /** `page-size`: the collection's default, or 1 … its max. It may change from one chunk to the next. */
 export function parsePageSize(request: ChunkRequest): number {
-  const { collection, params } = request;
-  const value = params.get('page-size');
-  return value === undefined ? collection.pageSize.default : parseInteger('page-size', value, 1, collection.pageSize.max);
+  return parseSize(request.params, 'page-size', request.collection.pageSize);
 }
 
 /** The filters as a cursor carries them: the query parameters that express them, in canonical order. */

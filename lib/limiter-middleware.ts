@@ -31,6 +31,8 @@ export interface LimiterDeps {
   readonly limiter: OwnConnection;
   readonly config: Config;
   readonly registry: Registry;
+  /** Verifies cursors, so that the cost rule charges what the handler will serve (lib/cost.ts). */
+  readonly cursorSecret: string;
   readonly log: (error: unknown) => void;
 }
 
@@ -40,7 +42,7 @@ function isRegistration(c: Context): boolean {
 }
 
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
-  const { sql, config, registry, log } = deps;
+  const { sql, config, registry, cursorSecret, log } = deps;
   const remoteAddress = options.remoteAddress ?? socketAddress;
   const clockOffset = options.clockOffset ?? (() => 0);
   const leaseTtl = options.leaseTtlSeconds ?? 30;
@@ -71,7 +73,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
       ipTier: registration ? 'registration' : 'anonymous',
       // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
-      cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url)) : 1,
+      cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url), cursorSecret) : 1,
       clockOffset: clockOffset(),
     }, abandoned.signal);
     // An unreachable database throws here; the one error handler turns it into a 503.

@@ -4,8 +4,8 @@ import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { countItems, parseCountMode, type CountMode } from './count.ts';
 import { chunkResponse, type Links } from './chunk.ts';
 import { filterCondition } from './filters.ts';
-import { MAX_SAFE, parseInteger } from './params.ts';
-import { timestampText } from './registry.ts';
+import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
+import { timestampText, type Collection } from './registry.ts';
 import { orderBy } from './sort.ts';
 import type { ChunkRequest, Variant } from './variant.ts';
 
@@ -59,14 +59,18 @@ function lastOffset(offset: number, limit: number, size: number): number {
   return phase + Math.floor((size - 1 - phase) / limit) * limit;
 }
 
+/** `limit` and `offset` of an offset chunk: what it serves, and what the cost rule charges for. */
+export function readOffset(collection: Collection, params: QueryParams): { limit: number; offset: number } {
+  const offset = params.get('offset');
+  return { limit: parseSize(params, 'limit', collection.pageSize), offset: offset === undefined ? 0 : parseInteger('offset', offset, 0, MAX_SAFE) };
+}
+
 export const offsetVariant: Variant = {
   name: 'offset',
   takes: ['limit', 'offset', 'sort', 'count'],
   async serve(request) {
     const { collection, params, href } = request;
-    const max = collection.pageSize.max;
-    const limit = params.has('limit') ? parseInteger('limit', params.get('limit')!, 1, max) : collection.pageSize.default;
-    const offset = params.has('offset') ? parseInteger('offset', params.get('offset')!, 0, MAX_SAFE) : 0;
+    const { limit, offset } = readOffset(collection, params);
     const countMode = parseCountMode(params);
     const { items, more, size } = await fetchPositional(request, offset, limit, countMode);
     // SPEC.md 2.1 rule 1: the next offset is the current offset plus the current limit.

@@ -3,20 +3,25 @@ import { chunkResponse, type Links } from './chunk.ts';
 import { parseCountMode } from './count.ts';
 import { invalidParameter } from './errors.ts';
 import { fetchPositional } from './offset.ts';
-import { MAX_SAFE, parseInteger } from './params.ts';
+import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
+import type { Collection } from './registry.ts';
 import type { Variant } from './variant.ts';
+
+/** `page` and `page-size` of a page chunk (offset = page-size × page ≤ 2^53−1): what it serves and is charged for. */
+export function readPage(collection: Collection, params: QueryParams): { page: number; pageSize: number } {
+  const pageSize = parseSize(params, 'page-size', collection.pageSize);
+  const value = params.get('page');
+  const page = value === undefined ? 0 : parseInteger('page', value, 0, MAX_SAFE);
+  if (page > Math.floor(MAX_SAFE / pageSize)) throw invalidParameter('page', `must be at most ${Math.floor(MAX_SAFE / pageSize)} with page-size ${pageSize}`);
+  return { page, pageSize };
+}
 
 export const pageVariant: Variant = {
   name: 'page',
   takes: ['page', 'page-size', 'sort', 'count'],
   async serve(request) {
     const { collection, params, href } = request;
-    const max = collection.pageSize.max;
-    const pageSize = params.has('page-size')
-      ? parseInteger('page-size', params.get('page-size')!, 1, max)
-      : collection.pageSize.default;
-    const page = params.has('page') ? parseInteger('page', params.get('page')!, 0, MAX_SAFE) : 0;
-    if (page > Math.floor(MAX_SAFE / pageSize)) throw invalidParameter('page', `must be at most ${Math.floor(MAX_SAFE / pageSize)} with page-size ${pageSize}`);
+    const { page, pageSize } = readPage(collection, params);
     const countMode = parseCountMode(params);
     const { items, more, size } = await fetchPositional(request, page * pageSize, pageSize, countMode);
     const totalPages = size === undefined ? undefined : Math.ceil(size / pageSize);

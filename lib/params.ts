@@ -97,6 +97,15 @@ export function parseInteger(name: string, value: string, min: number, max: numb
 
 export const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 - 1
 
+/**
+ * A chunk's size (`limit` or `page-size`): the collection's default when absent, else 1 … its max. The one
+ * parser of sizes, read by the variants that serve a chunk and by the cost rule that charges it.
+ */
+export function parseSize(params: QueryParams, name: 'limit' | 'page-size', pageSize: { readonly default: number; readonly max: number }): number {
+  const value = params.get(name);
+  return value === undefined ? pageSize.default : parseInteger(name, value, 1, pageSize.max);
+}
+
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 

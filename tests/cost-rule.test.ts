@@ -30,16 +30,16 @@ t.test('offsets cost one unit per whole 1,000 rows skipped along an index, 10,00
     ['page=3&page-size=100', 3],
     ['count=none&offset=9007199254740991&sort=name', 2 ** 31 - 1], // within rate_decide's int, capped there
   ];
-  for (const [query, cost] of cases) t.equal(requestCost(productsCollection, query), cost, query);
+  for (const [query, cost] of cases) t.equal(requestCost(productsCollection, query, SECRET), cost, query);
 });
 
 t.test('keyset chunks skip nothing: their cost does not grow with depth', async (t) => {
   const deep = cursorOf({ s: '-priceCents,name,id', k: [100, 'Amber Anvil 1', 999_000] });
-  t.equal(requestCost(productsCollection, 'page-size=20&sort=-priceCents,name'), 1);
-  t.equal(requestCost(productsCollection, `page-size=100&cursor=${deep}`), 2);
-  t.equal(requestCost(demo.get('orders')!, 'page-size=100'), 2);
-  t.equal(requestCost(demo.get('events')!, 'before=2025-06-01T00:00:00Z'), 1);
-  t.equal(requestCost(demo.get('events')!, 'since_id=900000&page-size=100'), 2);
+  t.equal(requestCost(productsCollection, 'page-size=20&sort=-priceCents,name', SECRET), 1);
+  t.equal(requestCost(productsCollection, `page-size=100&cursor=${deep}`, SECRET), 2);
+  t.equal(requestCost(demo.get('orders')!, 'page-size=100', SECRET), 2);
+  t.equal(requestCost(demo.get('events')!, 'before=2025-06-01T00:00:00Z', SECRET), 1);
+  t.equal(requestCost(demo.get('events')!, 'since_id=900000&page-size=100', SECRET), 2);
 });
 
 t.test('a malformed query still costs 1, whatever it asks for', async (t) => {
@@ -55,12 +55,12 @@ t.test('a malformed query still costs 1, whatever it asks for', async (t) => {
     'offset=999000&offset=1',
     '%zz',
   ]) {
-    t.equal(requestCost(productsCollection, query), 1, query);
+    t.equal(requestCost(productsCollection, query, SECRET), 1, query);
   }
   // orders and events offer no offset or page variant: such a request is a 400, not a deep read.
   for (const query of ['offset=999000', 'page=9990&page-size=100', 'limit=100']) {
-    t.equal(requestCost(demo.get('orders')!, query), 1, `orders?${query}`);
-    t.equal(requestCost(demo.get('events')!, query), 1, `events?${query}`);
+    t.equal(requestCost(demo.get('orders')!, query, SECRET), 1, `orders?${query}`);
+    t.equal(requestCost(demo.get('events')!, query, SECRET), 1, `events?${query}`);
   }
 });
 
@@ -79,13 +79,13 @@ const withUnindexedName: CollectionDeclaration = {
 
 t.test('a sort whose first key has no index costs the declared surcharge, in every variant', async (t) => {
   const collection = defineCollection(withUnindexedName);
-  t.equal(requestCost(collection, ''), 2, 'the default order has an index');
-  t.equal(requestCost(collection, 'count=none&sort=name'), 251);
-  t.equal(requestCost(collection, 'count=none&sort=-name,id&offset=50000'), 256, 'the offset as along the slowest index');
-  t.equal(requestCost(collection, 'count=none&sort=id,name&offset=50000'), 6, 'only the first key decides');
-  t.equal(requestCost(collection, 'page-size=20&sort=-name'), 251, 'cursor variant, first chunk');
+  t.equal(requestCost(collection, '', SECRET), 2, 'the default order has an index');
+  t.equal(requestCost(collection, 'count=none&sort=name', SECRET), 251);
+  t.equal(requestCost(collection, 'count=none&sort=-name,id&offset=50000', SECRET), 256, 'the offset as along the slowest index');
+  t.equal(requestCost(collection, 'count=none&sort=id,name&offset=50000', SECRET), 6, 'only the first key decides');
+  t.equal(requestCost(collection, 'page-size=20&sort=-name', SECRET), 251, 'cursor variant, first chunk');
   const cursor = encodeCursor(SECRET, { v: 'cursor', c: 'unindexed', s: 'name,id', f: [], k: ['x', 1] });
-  t.equal(requestCost(collection, `page-size=20&cursor=${cursor}`), 251, 'cursor variant, later chunks');
+  t.equal(requestCost(collection, `page-size=20&cursor=${cursor}`, SECRET), 251, 'cursor variant, later chunks');
 });
 
 t.test('a declaration must price every order it offers', async (t) => {
@@ -128,4 +128,35 @@ t.test('through the limiter, Remaining drops by the cost, capped at the allowanc
   api.clock += 61;
   const later = await api.request('/v1/products?sort=-priceCents,name&offset=999000&count=none', { address: '192.0.2.77' });
   t.equal(later.status, 200, 'served again once the window has passed');
+});
+
+// Every 400 costs exactly 1, and a query that is served is charged as it is served: cost and the handler
+// read the query with the same functions. For every collection and many queries, a request through the app
+// is a 400 exactly when its cost is 1 for a reason other than its size.
+t.test('cost and selection agree: a 400 of any kind costs 1, a served chunk costs what it serves', async (t) => {
+  const { testApp } = await import('./helpers/app.ts');
+  const api = await testApp(t, { seed: { products: 30, orders: 30, events: 30 }, env: { CURSOR_SECRET: SECRET } });
+  const queries = [
+    '', 'limit=5', 'limit=005', 'limit=100', 'limit=0100', 'offset=0', 'offset=20&limit=5', 'page=1', 'page=1&page-size=020',
+    'page-size=20', 'page-size=100&count=none', 'count=estimated', 'count=none&offset=5000', 'sort=nope', 'limit=5&sort=nope',
+    'sort=-name', 'since_id=3', 'since_id=3&sort=id', 'before=2025-01-01T00:00:00Z', 'after=2025-01-01T00:00:00Z&page-size=50',
+    'cursor=abc', 'cursor=abc&page-size=100', `cursor=${cursorOf({ s: 'id', k: [3] })}`, 'count=exact&page-size=100',
+    'category=books', 'status=paid', 'type=click', 'nope=1', 'limit=5&page=1', 'limit=1&limit=2', 'page-size=100&count=none&sort=name',
+  ];
+  for (const name of ['products', 'orders', 'events']) {
+    const collection = demo.get(name)!;
+    for (const query of queries) {
+      const res = await api.request(`/v1/${name}?${query}`);
+      const cost = requestCost(collection, query, SECRET);
+      if (res.status === 400) t.equal(cost, 1, `${name}?${query} is a 400 and costs 1`);
+      else {
+        t.equal(res.status, 200, `${name}?${query} is served`);
+        const body = (await res.json()) as Record<string, unknown>;
+        const size = Number(body.limit ?? body.pageSize);
+        const exact = (typeof body.size === 'number' || typeof body.totalPages === 'number') && !/(^|&)count=(estimated|none)/.test(query);
+        const counted = exact ? collection.cost.exactCount : 0;
+        t.ok(cost >= Math.ceil(size / collection.cost.itemsPerUnit) + counted, `${name}?${query}: cost ${cost} covers ${size} items${counted ? ' and an exact count' : ''}`);
+      }
+    }
+  }
 });
