@@ -1,11 +1,7 @@
 // Deadlines on database work: a quick 503 instead of a hang, and a connection replaced when it stops answering.
 import type { Sql } from 'postgres';
 import type { OwnConnection } from '../db/client.ts';
-import { ApiError } from './errors.ts';
-
-export function unavailable(): ApiError {
-  return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
-}
+import { unavailable } from './errors.ts';
 
 /**
  * Rejects with a 503 `unavailable` when the database takes longer than `ms` (a quick answer, not a hang).

@@ -104,6 +104,11 @@ export function problemResponse(error: ApiError, headers?: Headers): Response {
   return new Response(problemBody(error), { status: error.status, headers: responseHeaders });
 }
 
+/** The 503 of a database that is away or too slow: the client may try again in a second. */
+export function unavailable(): ApiError {
+  return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
+}
+
 /** The one error handler: our errors, Hono's HTTP exceptions, anything else (logged, generic 500). */
 export function onError(log: (error: unknown) => void) {
   return function handleError(error: Error, c: Context): Response {
@@ -114,10 +119,7 @@ export function onError(log: (error: unknown) => void) {
       return problemResponse(new ApiError(code, error.message || 'Bad request'), headers);
     }
     if (isDatabaseUnavailable(error)) {
-      return problemResponse(
-        new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } }),
-        headers,
-      );
+      return problemResponse(unavailable(), headers);
     }
     log(error);
     return problemResponse(new ApiError('internal_error', 'Internal error'), headers);
