@@ -6,13 +6,13 @@ import { openDatabase } from './db/client.ts';
 import { resolveDatabaseUrl } from './db/embedded.ts';
 import { runMigrations } from './db/migrate.ts';
 import { defaultSizes, seedIfEmpty } from './db/seed.ts';
-import { buildApp } from './lib/app.ts';
-import { clientErrorHandler } from './lib/client-error.ts';
-import { ConfigError, parseConfig, type Config } from './lib/config.ts';
-import { ApiError, problemResponse } from './lib/errors.ts';
-import { demoRegistry } from './lib/registry.ts';
-import { loadCursorSecret } from './lib/secret.ts';
-import { gracefulShutdown } from './lib/shutdown.ts';
+import { buildApp } from './lib/http/app.ts';
+import { clientErrorHandler } from './lib/http/client-error.ts';
+import { ConfigError, parseConfig, type Config } from './lib/http/config.ts';
+import { ApiError, problemResponse } from './lib/http/errors.ts';
+import { demoRegistry } from './lib/pagination/registry.ts';
+import { loadCursorSecret } from './lib/pagination/cursor-secret.ts';
+import { gracefulShutdown } from './lib/http/shutdown.ts';
 
 const log = (line: string) => console.log(line);
 

@@ -4,11 +4,11 @@
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { openDatabase } from '../db/client.ts';
 import * as schema from '../db/schema.ts';
-import { buildApp } from '../lib/app.ts';
-import { parseConfig } from '../lib/config.ts';
-import { requestCost } from '../lib/cost.ts';
-import { rawQueryOf } from '../lib/params.ts';
-import { demoRegistry } from '../lib/registry.ts';
+import { buildApp } from '../lib/http/app.ts';
+import { parseConfig } from '../lib/http/config.ts';
+import { requestCost } from '../lib/ratelimit/cost.ts';
+import { rawQueryOf } from '../lib/pagination/params.ts';
+import { demoRegistry } from '../lib/pagination/registry.ts';
 
 const [url, ...given] = process.argv.slice(2);
 if (!url) throw new Error('Usage: tsx bench/cost-explain.ts <database url> [paths…]');

@@ -31,7 +31,7 @@ export interface Database {
   readonly sql: Sql;
   readonly db: Db;
   /**
-   * One connection for the rate limiter's decisions and lease releases (lib/limiter.ts keeps at most two
+   * One connection for the rate limiter's decisions and lease releases (lib/ratelimit/limiter.ts keeps at most two
    * statements in flight on it, pipelined), and for readiness: they never queue behind data queries that
    * fill the pool, so the limiter keeps answering, and declining, while the collections are slow.
    */

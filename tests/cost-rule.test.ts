@@ -1,9 +1,9 @@
 // The cost rule: page size, exact counts, the rows an offset skips, sorts no index serves; charged through the limiter.
 import t from 'tap';
 import { products } from '../db/schema.ts';
-import { requestCost } from '../lib/cost.ts';
-import { encodeCursor } from '../lib/cursor-token.ts';
-import { defineCollection, demoRegistry, type CollectionDeclaration } from '../lib/registry.ts';
+import { requestCost } from '../lib/ratelimit/cost.ts';
+import { encodeCursor } from '../lib/pagination/cursor-token.ts';
+import { defineCollection, demoRegistry, type CollectionDeclaration } from '../lib/pagination/registry.ts';
 import { limitedApp, limits } from './helpers/limiter.ts';
 
 const demo = demoRegistry();

@@ -1,6 +1,6 @@
 // Cursor abuse: altered, truncated, forged, foreign or mismatched cursors are a 400 invalid_cursor, never a 500.
 import t, { type Test } from 'tap';
-import { encodeCursor } from '../lib/cursor-token.ts';
+import { encodeCursor } from '../lib/pagination/cursor-token.ts';
 import { testApp, pathOf, type TestApp } from './helpers/app.ts';
 
 const SECRET = 'keyset-tests-secret-0123456789abcdef';

@@ -1,10 +1,10 @@
 // Keyset chunks deep in a collection are served by an index scan, with no sort over the table (EXPLAIN).
 import { eq } from 'drizzle-orm';
 import t from 'tap';
-import { filterCondition, parseFilters } from '../lib/filters.ts';
-import { afterPosition, keysetQuery, positionOf } from '../lib/keyset.ts';
-import { demoRegistry, splitSort } from '../lib/registry.ts';
-import { withTieBreaker } from '../lib/sort.ts';
+import { filterCondition, parseFilters } from '../lib/pagination/filters.ts';
+import { afterPosition, keysetQuery, positionOf } from '../lib/pagination/keyset.ts';
+import { demoRegistry, splitSort } from '../lib/pagination/registry.ts';
+import { withTieBreaker } from '../lib/pagination/sort.ts';
 import { testApp } from './helpers/app.ts';
 
 interface PlanNode {

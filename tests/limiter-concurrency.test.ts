@@ -1,7 +1,7 @@
 // The concurrency cap: in-flight requests per client, exact; leases left behind expire by themselves.
 import postgres from 'postgres';
 import t from 'tap';
-import { databaseLimiter, type Decision } from '../lib/limiter.ts';
+import { databaseLimiter, type Decision } from '../lib/ratelimit/limiter.ts';
 import { chargedUnits, limitedApp, limits, liveLeases } from './helpers/limiter.ts';
 
 /** An anonymous decision for `address`, as the middleware asks for it. */

@@ -1,7 +1,7 @@
 // Housekeeping: the rows of quiet subjects go away, removed by whichever instance takes the lock.
 import postgres from 'postgres';
 import t from 'tap';
-import { databaseLimiter, housekeep } from '../lib/limiter.ts';
+import { databaseLimiter, housekeep } from '../lib/ratelimit/limiter.ts';
 import { limitedApp } from './helpers/limiter.ts';
 
 async function rows(sql: postgres.Sql): Promise<number> {

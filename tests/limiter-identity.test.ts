@@ -1,8 +1,8 @@
 // Who is counted: keys, unknown/revoked/malformed keys, addresses, IPv6 prefixes, X-Forwarded-For; and the cost rule.
 import t from 'tap';
-import { requestCost } from '../lib/cost.ts';
-import { addressSubject, clientSubject, parseAuthorization, type TrustProxy } from '../lib/identity.ts';
-import { demoRegistry } from '../lib/registry.ts';
+import { requestCost } from '../lib/ratelimit/cost.ts';
+import { addressSubject, clientSubject, parseAuthorization, type TrustProxy } from '../lib/ratelimit/identity.ts';
+import { demoRegistry } from '../lib/pagination/registry.ts';
 import { seedTable } from '../db/seed.ts';
 import { testDatabase } from './helpers/db.ts';
 import { ADMIN_TOKEN, limitedApp, limits, type LimitedApp } from './helpers/limiter.ts';

@@ -3,8 +3,8 @@
 import postgres from 'postgres';
 import t from 'tap';
 import { seedTable } from '../db/seed.ts';
-import { hashKey } from '../lib/identity.ts';
-import { generateKey } from '../lib/keys.ts';
+import { hashKey } from '../lib/ratelimit/identity.ts';
+import { generateKey } from '../lib/ratelimit/keys.ts';
 import { testDatabase } from './helpers/db.ts';
 import { ADMIN_TOKEN, chargedUnits, liveLeases } from './helpers/limiter.ts';
 import { freePort, startServer, type ServerProcess } from './helpers/servers.ts';

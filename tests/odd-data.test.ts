@@ -9,9 +9,9 @@ import t, { type Test } from 'tap';
 import { openDatabase } from '../db/client.ts';
 import { startEmbedded } from '../db/embedded.ts';
 import { migrationsFolder, runMigrations } from '../db/migrate.ts';
-import { buildApp } from '../lib/app.ts';
-import { parseConfig } from '../lib/config.ts';
-import { demoRegistry } from '../lib/registry.ts';
+import { buildApp } from '../lib/http/app.ts';
+import { parseConfig } from '../lib/http/config.ts';
+import { demoRegistry } from '../lib/pagination/registry.ts';
 import { serverUrl } from './helpers/db.ts';
 
 

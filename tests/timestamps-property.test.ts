@@ -5,12 +5,12 @@ import fc from 'fast-check';
 import postgres from 'postgres';
 import t from 'tap';
 import { products } from '../db/schema.ts';
-import { buildApp } from '../lib/app.ts';
-import { parseConfig } from '../lib/config.ts';
-import { ApiError } from '../lib/errors.ts';
-import { keyLiteral } from '../lib/keyset.ts';
-import { parseTimestamp } from '../lib/params.ts';
-import { createRegistry, defineCollection, demoRegistry } from '../lib/registry.ts';
+import { buildApp } from '../lib/http/app.ts';
+import { parseConfig } from '../lib/http/config.ts';
+import { ApiError } from '../lib/http/errors.ts';
+import { keyLiteral } from '../lib/pagination/keyset.ts';
+import { parseTimestamp } from '../lib/pagination/params.ts';
+import { createRegistry, defineCollection, demoRegistry } from '../lib/pagination/registry.ts';
 import { testDatabase } from './helpers/db.ts';
 
 interface Parts {

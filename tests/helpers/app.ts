@@ -1,10 +1,10 @@
 // Builds the app on a fresh test database; requests go through app.request, no port is opened.
 import type { Hono } from 'hono';
 import { seedTable, type SeedSizes, type SeedTable } from '../../db/seed.ts';
-import { buildApp } from '../../lib/app.ts';
-import { parseConfig, type Config } from '../../lib/config.ts';
-import { demoRegistry } from '../../lib/registry.ts';
-import { loadCursorSecret } from '../../lib/secret.ts';
+import { buildApp } from '../../lib/http/app.ts';
+import { parseConfig, type Config } from '../../lib/http/config.ts';
+import { demoRegistry } from '../../lib/pagination/registry.ts';
+import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
 import { testDatabase, type TestDatabase } from './db.ts';
 
 export interface TestApp {

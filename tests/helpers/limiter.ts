@@ -2,10 +2,10 @@
 import type { Hono } from 'hono';
 import type { Sql } from 'postgres';
 import { seedTable } from '../../db/seed.ts';
-import { buildApp } from '../../lib/app.ts';
-import { parseConfig, type Config } from '../../lib/config.ts';
-import type { LimiterOptions } from '../../lib/limiter-middleware.ts';
-import { demoRegistry } from '../../lib/registry.ts';
+import { buildApp } from '../../lib/http/app.ts';
+import { parseConfig, type Config } from '../../lib/http/config.ts';
+import type { LimiterOptions } from '../../lib/ratelimit/middleware.ts';
+import { demoRegistry } from '../../lib/pagination/registry.ts';
 import { testDatabase, type TestDatabase } from './db.ts';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';

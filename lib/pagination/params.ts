@@ -1,5 +1,5 @@
 // Strict parsing of a request's query string and of the values in it.
-import { invalidParameter } from './errors.ts';
+import { invalidParameter } from '../http/errors.ts';
 
 /** The query parameters of one request, each name present at most once, values decoded. */
 export type QueryParams = ReadonlyMap<string, string>;

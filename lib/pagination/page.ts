@@ -1,11 +1,11 @@
 // Page-based pagination (SPEC.md 4.1): zero-based `page` and `page-size`; offset = page-size × page.
 import { chunkResponse, type Links } from './chunk.ts';
 import { parseCountMode } from './count.ts';
-import { invalidParameter } from './errors.ts';
+import { invalidParameter } from '../http/errors.ts';
 import { fetchPositional } from './offset.ts';
 import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
 import type { Collection } from './registry.ts';
-import type { Variant } from './variant.ts';
+import type { Variant } from './variants.ts';
 
 /** `page` and `page-size` of a page chunk (offset = page-size × page ≤ 2^53−1): what it serves and is charged for. */
 export function readPage(collection: Collection, params: QueryParams): { page: number; pageSize: number } {

@@ -1,15 +1,15 @@
 // Hono middleware in front of /v1: identify the client, charge the allowance, hold a concurrency lease.
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Sql } from 'postgres';
-import type { OwnConnection } from '../db/client.ts';
-import type { Config } from './config.ts';
+import type { OwnConnection } from '../../db/client.ts';
+import type { Config } from '../http/config.ts';
 import { requestCost } from './cost.ts';
-import { withTimeout } from './deadline.ts';
-import { ApiError, isDatabaseUnavailable } from './errors.ts';
+import { withTimeout } from '../http/deadline.ts';
+import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
 import { clientSubject, parseAuthorization, socketAddress } from './identity.ts';
 import { databaseLimiter, housekeep, rateLimitHeaders, type Decision } from './limiter.ts';
-import { rawQueryOf } from './params.ts';
-import type { Registry } from './registry.ts';
+import { rawQueryOf } from '../pagination/params.ts';
+import type { Registry } from '../pagination/registry.ts';
 
 export interface LimiterOptions {
   /** The socket's address; the default reads @hono/node-server's connection info (none under app.request). */
@@ -31,7 +31,7 @@ export interface LimiterDeps {
   readonly limiter: OwnConnection;
   readonly config: Config;
   readonly registry: Registry;
-  /** Verifies cursors, so that the cost rule charges what the handler will serve (lib/cost.ts). */
+  /** Verifies cursors, so that the cost rule charges what the handler will serve (lib/ratelimit/cost.ts). */
   readonly cursorSecret: string;
   readonly log: (error: unknown) => void;
 }

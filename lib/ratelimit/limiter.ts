@@ -1,8 +1,8 @@
 // The rate-limit decisions and lease releases in PostgreSQL (batched, one round trip, with a deadline),
 // housekeeping, and headers.
 import type { PendingQuery, Row, Sql } from 'postgres';
-import type { OwnConnection } from '../db/client.ts';
-import { answeredInTime } from './deadline.ts';
+import type { OwnConnection } from '../../db/client.ts';
+import { answeredInTime } from '../http/deadline.ts';
 
 export type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency';
 

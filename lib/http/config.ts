@@ -1,6 +1,6 @@
 // Service configuration: the environment parsed once into a typed, frozen object.
 import proxyaddr from 'proxy-addr';
-import type { TrustProxy } from './identity.ts';
+import type { TrustProxy } from '../ratelimit/identity.ts';
 
 export interface Config {
   readonly port: number;

@@ -2,7 +2,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { chunkResponse, type Links } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
-import { invalidCursor } from './errors.ts';
+import { invalidCursor } from '../http/errors.ts';
 import type { Filter } from './filters.ts';
 import {
   afterPosition,
@@ -17,7 +17,7 @@ import {
 } from './keyset.ts';
 import { parseTimestamp } from './params.ts';
 import type { Collection, SortKey } from './registry.ts';
-import type { ChunkRequest, Variant } from './variant.ts';
+import type { ChunkRequest, Variant } from './variants.ts';
 
 /** older: newest first, towards older items; newer: oldest first, towards newer items. */
 type Direction = 'older' | 'newer';

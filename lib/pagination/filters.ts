@@ -1,6 +1,6 @@
 // Filters: `{field}` and `{field}[{op}]` parameters, parsed against the registry and turned into SQL.
 import { and, eq, gt, gte, inArray, like, lt, lte, ne, sql, type SQL } from 'drizzle-orm';
-import { invalidParameter } from './errors.ts';
+import { invalidParameter } from '../http/errors.ts';
 import { parseInteger, parseTimestamp, type QueryParams } from './params.ts';
 import type { Collection, Field, FilterOp } from './registry.ts';
 

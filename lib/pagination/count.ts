@@ -1,7 +1,7 @@
 // The size of a filtered collection: exact (count(*)), estimated (the planner's estimate), or none.
 import { sql, type SQL } from 'drizzle-orm';
-import type { Database } from '../db/client.ts';
-import { invalidParameter } from './errors.ts';
+import type { Database } from '../../db/client.ts';
+import { invalidParameter } from '../http/errors.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection } from './registry.ts';
 

@@ -84,7 +84,7 @@ export function invalidCursor(reason: string): ApiError {
   });
 }
 
-/** The problem+json body of an error, for the few answers written without a Response (lib/client-error.ts). */
+/** The problem+json body of an error, for the few answers written without a Response (lib/http/client-error.ts). */
 export function problemBody(error: ApiError): string {
   const body: Record<string, unknown> = {
     type: 'about:blank',

@@ -1,7 +1,7 @@
 // The chunk envelope and its links, shared by every variant: `_links` in the body and an RFC 8288 Link header.
-import type { Config } from './config.ts';
-import { invalidParameter } from './errors.ts';
-import { peerIsProxy } from './identity.ts';
+import type { Config } from '../http/config.ts';
+import { invalidParameter } from '../http/errors.ts';
+import { peerIsProxy } from '../ratelimit/identity.ts';
 import { encodeQueryComponent, VARIANT_PARAMS, type QueryParams } from './params.ts';
 
 export type Links = Record<string, string | undefined>;

@@ -1,8 +1,8 @@
 // A collection query (SPEC.md 4.1): parse, pick the variant, validate every parameter, serve the chunk.
-import type { Database } from '../db/client.ts';
+import type { Database } from '../../db/client.ts';
 import { baseUrl, linkBuilder } from './chunk.ts';
-import type { Config } from './config.ts';
-import { withTimeout } from './deadline.ts';
+import type { Config } from '../http/config.ts';
+import { withTimeout } from '../http/deadline.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import { isFilterName, parseFilters, type Filter } from './filters.ts';
 import { cursorVariant } from './cursor.ts';
@@ -12,7 +12,7 @@ import { parseQueryString, rawQueryOf, type QueryParams } from './params.ts';
 import type { Collection, SortKey, VariantName } from './registry.ts';
 import { parseSort, withTieBreaker } from './sort.ts';
 import { timeVariant } from './time.ts';
-import { checkParamsTaken, selectVariant, type Variant } from './variant.ts';
+import { checkParamsTaken, selectVariant, type Variant } from './variants.ts';
 
 const variants: Record<VariantName, Variant> = {
   offset: offsetVariant,

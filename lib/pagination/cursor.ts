@@ -1,7 +1,7 @@
 // Cursor-based pagination (SPEC.md 2.1, 4.1): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
 import { chunkResponse, type Links } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
-import { conflictingParameters, invalidCursor } from './errors.ts';
+import { conflictingParameters, invalidCursor } from '../http/errors.ts';
 import type { Filter } from './filters.ts';
 import {
   afterPosition,
@@ -18,7 +18,7 @@ import {
 import { MAX_SAFE, parseInteger } from './params.ts';
 import { splitSort, type Collection, type SortKey } from './registry.ts';
 import { sortParam } from './sort.ts';
-import type { ChunkRequest, Variant } from './variant.ts';
+import type { ChunkRequest, Variant } from './variants.ts';
 
 /** A query of the cursor variant: its order, its filters, and the position it continues after. */
 interface CursorQuery {

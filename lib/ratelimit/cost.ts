@@ -1,11 +1,11 @@
 // What a request costs in allowance units (SPEC.md 8: "a cost weighted by the amount of data queried").
-import { readQuery } from './collections.ts';
-import { parseCountMode } from './count.ts';
-import { ApiError } from './errors.ts';
-import { readOffset } from './offset.ts';
-import { readPage } from './page.ts';
-import { parseQueryString, parseSize } from './params.ts';
-import { splitSort, type Collection } from './registry.ts';
+import { readQuery } from '../pagination/serve.ts';
+import { parseCountMode } from '../pagination/count.ts';
+import { ApiError } from '../http/errors.ts';
+import { readOffset } from '../pagination/offset.ts';
+import { readPage } from '../pagination/page.ts';
+import { parseQueryString, parseSize } from '../pagination/params.ts';
+import { splitSort, type Collection } from '../pagination/registry.ts';
 
 // The largest cost handed to the database, whose rate_decide takes an int4 and caps it at the allowance.
 const MAX_COST = 2 ** 31 - 1;
@@ -22,7 +22,7 @@ interface Reading {
 }
 
 /**
- * The cost of a collection query by its collection's rule (CostRule in lib/registry.ts): one unit per
+ * The cost of a collection query by its collection's rule (CostRule in lib/pagination/registry.ts): one unit per
  * started `itemsPerUnit` items of the page size asked for, plus `exactCount` for an exact count, plus
  * one unit per whole `indexed[key]` rows an offset skips along the index of the order's first key, plus
  * `unindexedSort` when that key has no index.

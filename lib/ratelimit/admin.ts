@@ -3,11 +3,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { Hono, type MiddlewareHandler } from 'hono';
 import * as v from 'valibot';
-import type { Db } from '../db/client.ts';
-import { apiKeys, rateTiers } from '../db/schema.ts';
-import { limitBody, readJson, validate } from './body.ts';
-import { ApiError, invalidParameter, methodNotAllowed } from './errors.ts';
-import { timestampText } from './registry.ts';
+import type { Db } from '../../db/client.ts';
+import { apiKeys, rateTiers } from '../../db/schema.ts';
+import { limitBody, readJson, validate } from '../http/body.ts';
+import { ApiError, invalidParameter, methodNotAllowed } from '../http/errors.ts';
+import { timestampText } from '../pagination/registry.ts';
 
 const TIER_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
 const tierNameReason = 'must be 1 to 40 of a-z, 0-9, _ and -, starting with a letter';

@@ -1,6 +1,6 @@
 // Opaque cursors: a versioned, HMAC-signed payload. Decoding never throws anything but a 400 invalid_cursor.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { invalidCursor } from './errors.ts';
+import { invalidCursor } from '../http/errors.ts';
 import type { VariantName } from './registry.ts';
 
 const VERSION = 'v1';

@@ -1,8 +1,8 @@
 // The cursor secret: CURSOR_SECRET, or one generated once and kept in the database for all instances.
 import { randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import type { Db } from '../db/client.ts';
-import { settings } from '../db/schema.ts';
+import type { Db } from '../../db/client.ts';
+import { settings } from '../../db/schema.ts';
 
 export async function loadCursorSecret(db: Db, configured: string | undefined): Promise<string> {
   if (configured) return configured;

@@ -7,7 +7,7 @@ import { filterCondition } from './filters.ts';
 import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
 import { timestampText, type Collection } from './registry.ts';
 import { orderBy } from './sort.ts';
-import type { ChunkRequest, Variant } from './variant.ts';
+import type { ChunkRequest, Variant } from './variants.ts';
 
 export interface Positional {
   readonly items: Record<string, unknown>[];

@@ -1,8 +1,8 @@
 // What a pagination variant is, and how a request picks one (API.md, "Choosing the variant").
-import type { Database } from '../db/client.ts';
+import type { Database } from '../../db/client.ts';
 import type { linkBuilder } from './chunk.ts';
 import { decodeCursor, type CursorPayload } from './cursor-token.ts';
-import { conflictingParameters, invalidCursor, invalidParameter } from './errors.ts';
+import { conflictingParameters, invalidCursor, invalidParameter } from '../http/errors.ts';
 import type { Filter } from './filters.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, SortKey, VariantName } from './registry.ts';

@@ -1,7 +1,7 @@
 // The collection registry: one declaration per collection drives validation, SQL, links and cost.
 import { sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
-import { events, orders, products } from '../db/schema.ts';
+import { events, orders, products } from '../../db/schema.ts';
 
 export type VariantName = 'offset' | 'page' | 'cursor' | 'time';
 export type FilterOp = 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'in' | 'prefix';
@@ -15,7 +15,7 @@ export interface SortKey {
 
 /**
  * What a request costs, in allowance units (SPEC.md 8: "a cost weighted by the amount of data
- * queried"; lib/cost.ts applies it). A unit is about a millisecond of database time: one unit per
+ * queried"; lib/ratelimit/cost.ts applies it). A unit is about a millisecond of database time: one unit per
  * started `itemsPerUnit` items of the chunk, plus `exactCount` when the chunk carries an exact count,
  * plus what the sort makes PostgreSQL read before the chunk: the rows an offset skips, and the whole
  * filtered set when no index serves the sort's first key.

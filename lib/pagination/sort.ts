@@ -1,6 +1,6 @@
 // The `sort` parameter: a comma list of sort keys, always ending with the unique `id` tie-breaker.
 import { asc, desc, type SQL } from 'drizzle-orm';
-import { invalidParameter } from './errors.ts';
+import { invalidParameter } from '../http/errors.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, SortKey } from './registry.ts';
 

@@ -2,9 +2,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import type { Db } from '../db/client.ts';
-import { apiKeys } from '../db/schema.ts';
-import { printable, readJson } from './body.ts';
+import type { Db } from '../../db/client.ts';
+import { apiKeys } from '../../db/schema.ts';
+import { printable, readJson } from '../http/body.ts';
 import { hashKey, KEY_PREFIX } from './identity.ts';
 
 /** The tier a newly issued key starts in. */

@@ -4,7 +4,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import ipaddr from 'ipaddr.js';
 import proxyaddr from 'proxy-addr';
-import { invalidParameter } from './errors.ts';
+import { invalidParameter } from '../http/errors.ts';
 
 /** What the Authorization header says. Anything present but not a Bearer key is `malformed`. */
 export type Credential =

@@ -1,6 +1,6 @@
 // Deadlines on database work: a quick 503 instead of a hang, and a connection replaced when it stops answering.
 import type { Sql } from 'postgres';
-import type { OwnConnection } from '../db/client.ts';
+import type { OwnConnection } from '../../db/client.ts';
 import { unavailable } from './errors.ts';
 
 /**
