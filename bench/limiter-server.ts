@@ -8,8 +8,8 @@ import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { openDatabase } from '../db/client.ts';
 import { buildApp } from '../lib/http/app.ts';
 import { parseConfig } from '../lib/http/config.ts';
-import { demoRegistry } from '../lib/pagination/registry.ts';
 import { loadCursorSecret } from '../lib/pagination/cursor-secret.ts';
+import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 
 // The peer's Postgres store wants a node-postgres Pool (pg, a dev dependency of the bench only).
 const { Pool } = pg;

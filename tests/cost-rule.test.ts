@@ -3,8 +3,9 @@ import t from 'tap';
 import { products } from '../db/schema.ts';
 import { requestCost } from '../lib/ratelimit/cost.ts';
 import { encodeCursor } from '../lib/pagination/cursor-token.ts';
-import { defineCollection, demoRegistry, type CollectionDeclaration } from '../lib/pagination/registry.ts';
+import { defineCollection, type CollectionDeclaration } from '../lib/pagination/registry.ts';
 import { limitedApp, limits } from './helpers/limiter.ts';
+import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 
 const demo = demoRegistry();
 const productsCollection = demo.get('products')!;

@@ -3,9 +3,10 @@ import { eq } from 'drizzle-orm';
 import t from 'tap';
 import { filterCondition, parseFilters } from '../lib/pagination/filters.ts';
 import { afterPosition, keysetQuery, positionOf } from '../lib/pagination/keyset.ts';
-import { demoRegistry, splitSort } from '../lib/pagination/registry.ts';
+import { splitSort } from '../lib/pagination/registry.ts';
 import { withTieBreaker } from '../lib/pagination/sort.ts';
 import { testApp } from './helpers/app.ts';
+import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 
 interface PlanNode {
   'Node Type': string;

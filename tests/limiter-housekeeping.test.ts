@@ -1,8 +1,9 @@
 // Housekeeping: the rows of quiet subjects go away, removed by whichever instance takes the lock.
 import postgres from 'postgres';
 import t from 'tap';
-import { databaseLimiter, housekeep } from '../lib/ratelimit/limiter.ts';
+import { databaseLimiter } from '../lib/ratelimit/limiter.ts';
 import { limitedApp } from './helpers/limiter.ts';
+import { housekeep } from '../lib/ratelimit/housekeeping.ts';
 
 async function rows(sql: postgres.Sql): Promise<number> {
   const [row] = await sql`select count(*)::int as n from rate_windows`;

@@ -1,12 +1,13 @@
 // Who is counted: keys, unknown/revoked/malformed keys, addresses, IPv6 prefixes, X-Forwarded-For; and the cost rule.
 import t from 'tap';
 import { requestCost } from '../lib/ratelimit/cost.ts';
-import { addressSubject, clientSubject, parseAuthorization, type TrustProxy } from '../lib/ratelimit/identity.ts';
-import { demoRegistry } from '../lib/pagination/registry.ts';
+import { addressSubject, clientSubject, parseAuthorization } from '../lib/ratelimit/identity.ts';
 import { seedTable } from '../db/seed.ts';
 import { testDatabase } from './helpers/db.ts';
 import { ADMIN_TOKEN, limitedApp, limits, type LimitedApp } from './helpers/limiter.ts';
 import { freePort, startServer } from './helpers/servers.ts';
+import { type TrustProxy } from '../lib/http/forwarding.ts';
+import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 
 t.test('addresses: IPv4 as is, IPv6 by /64, mapped IPv4 as IPv4, junk refused', async (t) => {
   t.equal(addressSubject('203.0.113.7'), '203.0.113.7');

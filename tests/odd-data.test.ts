@@ -11,8 +11,8 @@ import { startEmbedded } from '../db/embedded.ts';
 import { migrationsFolder, runMigrations } from '../db/migrate.ts';
 import { buildApp } from '../lib/http/app.ts';
 import { parseConfig } from '../lib/http/config.ts';
-import { demoRegistry } from '../lib/pagination/registry.ts';
 import { serverUrl } from './helpers/db.ts';
+import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 
 
 /** A new database on `server`, dropped at teardown; `migrated`: all migrations applied. */

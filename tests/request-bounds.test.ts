@@ -5,7 +5,8 @@ import { connect } from 'node:net';
 import t from 'tap';
 import { seedTable } from '../db/seed.ts';
 import { MAX_IN_VALUES } from '../lib/pagination/filters.ts';
-import { MAX_LINK_QUERY_LENGTH, VARIANT_PARAMS } from '../lib/pagination/params.ts';
+import { MAX_LINK_QUERY_LENGTH } from '../lib/pagination/params.ts';
+import { POSITION_PARAMS } from '../lib/pagination/variants.ts';
 import { testDatabase } from './helpers/db.ts';
 import { ADMIN_TOKEN } from './helpers/limiter.ts';
 import { freePort, startServer, type ServerProcess } from './helpers/servers.ts';
@@ -159,7 +160,7 @@ function inList(real: readonly string[], count: number): string[] {
  */
 function largest(params: [string, string][], inName: string): string {
   const text = (which: [string, string][]) => which.map(([k, v]) => `${k}=${v}`).join('&');
-  const carried = () => params.filter(([k]) => !VARIANT_PARAMS.has(k));
+  const carried = () => params.filter(([k]) => !POSITION_PARAMS.has(k));
   const missing = MAX_LINK_QUERY_LENGTH - text(carried()).length;
   if (missing < 0) throw new Error(`the fixed parameters alone are too long: ${text(carried()).length}`);
   params.find(([k]) => k === inName)![1] += 'x'.repeat(missing); // the last made-up value grows

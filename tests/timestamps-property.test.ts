@@ -9,9 +9,10 @@ import { buildApp } from '../lib/http/app.ts';
 import { parseConfig } from '../lib/http/config.ts';
 import { ApiError } from '../lib/http/errors.ts';
 import { keyLiteral } from '../lib/pagination/keyset.ts';
-import { parseTimestamp } from '../lib/pagination/params.ts';
-import { createRegistry, defineCollection, demoRegistry } from '../lib/pagination/registry.ts';
+import { createRegistry, defineCollection } from '../lib/pagination/registry.ts';
 import { testDatabase } from './helpers/db.ts';
+import { parseTimestamp } from '../lib/pagination/timestamps.ts';
+import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 
 interface Parts {
   year: number;

@@ -1,17 +1,17 @@
 // The HTTP application: routes, 404/405, and the one error handler. Built per database and config.
 import { Hono } from 'hono';
 import type { Database } from '../../db/client.ts';
-import { baseUrl, linkHeader, linksObject, type Links } from '../pagination/chunk.ts';
 import { serveCollection } from '../pagination/serve.ts';
 import type { Config } from './config.ts';
 import { adminRoutes } from '../ratelimit/admin.ts';
 import { limitBody } from './body.ts';
 import { ApiError, methodNotAllowed, onError } from './errors.ts';
-import { socketAddress } from '../ratelimit/identity.ts';
 import { issueKeyHandler } from '../ratelimit/keys.ts';
 import { answeredInTime, withTimeout } from './deadline.ts';
 import { rateLimiter, type LimiterOptions } from '../ratelimit/middleware.ts';
 import type { Registry } from '../pagination/registry.ts';
+import { baseUrl, socketAddress } from './forwarding.ts';
+import { linkHeader, linksObject, type Links } from '../pagination/links.ts';
 
 export interface AppDeps {
   readonly database: Database;

@@ -1,6 +1,6 @@
 // Service configuration: the environment parsed once into a typed, frozen object.
 import proxyaddr from 'proxy-addr';
-import type { TrustProxy } from '../ratelimit/identity.ts';
+import { type TrustProxy } from './forwarding.ts';
 
 export interface Config {
   readonly port: number;

@@ -1,24 +1,14 @@
 // Cursor-based pagination (SPEC.md 2.1, 4.1): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
-import { chunkResponse, type Links } from './chunk.ts';
+import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import { conflictingParameters, invalidCursor } from '../http/errors.ts';
 import type { Filter } from './filters.ts';
-import {
-  afterPosition,
-  boundFilters,
-  cursorLinks,
-  fetchKeyset,
-  filtersPayload,
-  isKeyValue,
-  parsePageSize,
-  positionOf,
-  type Item,
-  type KeyValue,
-} from './keyset.ts';
+import { afterPosition, boundFilters, cursorLinks, fetchKeyset, filtersPayload, isKeyValue, parsePageSize, positionOf, type Item, type KeyValue } from './keyset.ts';
 import { MAX_SAFE, parseInteger } from './params.ts';
 import { splitSort, type Collection, type SortKey } from './registry.ts';
 import { sortParam } from './sort.ts';
 import type { ChunkRequest, Variant } from './variants.ts';
+import { type Links } from './links.ts';
 
 /** A query of the cursor variant: its order, its filters, and the position it continues after. */
 interface CursorQuery {
@@ -82,7 +72,6 @@ function queryOf(request: ChunkRequest): CursorQuery {
 
 export const cursorVariant: Variant = {
   name: 'cursor',
-  takes: ['page-size', 'cursor', 'since_id', 'sort'],
   async serve(request) {
     const { collection, params } = request;
     const pageSize = parsePageSize(request);

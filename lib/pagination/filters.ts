@@ -1,8 +1,9 @@
 // Filters: `{field}` and `{field}[{op}]` parameters, parsed against the registry and turned into SQL.
 import { and, eq, gt, gte, inArray, like, lt, lte, ne, sql, type SQL } from 'drizzle-orm';
 import { invalidParameter } from '../http/errors.ts';
-import { parseInteger, parseTimestamp, type QueryParams } from './params.ts';
+import { parseInteger, type QueryParams } from './params.ts';
 import type { Collection, Field, FilterOp } from './registry.ts';
+import { parseTimestamp, timestampValue } from './timestamps.ts';
 
 export interface Filter {
   readonly field: string;
@@ -78,8 +79,7 @@ function escapeLike(text: string): string {
 function condition(collection: Collection, filter: Filter): SQL {
   const field = collection.fields.get(filter.field)!;
   const column = field.column;
-  // Timestamps travel as text and are cast in SQL, so microseconds survive.
-  const value = (v: string): unknown => (field.type === 'timestamp' ? sql`${v}::timestamptz` : field.type === 'text' ? v : Number(v));
+  const value = (v: string): unknown => (field.type === 'timestamp' ? timestampValue(v) : field.type === 'text' ? v : Number(v));
   const first = filter.values[0]!;
   switch (filter.op) {
     case 'eq': return eq(column, value(first));

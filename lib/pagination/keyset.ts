@@ -1,7 +1,6 @@
 // What the keyset variants (cursor, time) share: the "after this position" SQL, the chunk query, bound filters, links.
 import { and, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../../db/client.ts';
-import { linkBuilder } from './chunk.ts';
 import { encodeCursor, type CursorPayload } from './cursor-token.ts';
 import { ApiError, invalidCursor } from '../http/errors.ts';
 import { filterCondition, filterParam, parseFilters, type Filter } from './filters.ts';
@@ -9,19 +8,17 @@ import { parseSize } from './params.ts';
 import type { Collection, FieldType, SortKey } from './registry.ts';
 import { orderBy } from './sort.ts';
 import type { ChunkRequest } from './variants.ts';
+import { linkBuilder } from './links.ts';
+import { isTimestampText, timestampValue } from './timestamps.ts';
 
 /** One value of a position: a number for integer fields, text for text and timestamp fields. */
 export type KeyValue = string | number;
 
 export type Item = Record<string, unknown>;
 
-// Timestamps are carried as text (RFC 3339, six fractional digits, as the registry selects them or as
-// parseTimestamp normalises them) and compared in SQL after a cast, so no microsecond is lost.
-const TIMESTAMP_TEXT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(?:Z|[+-]\d{2}:\d{2})$/;
-
 /** A value as it goes into SQL: timestamps as text cast to timestamptz. */
 export function keyLiteral(type: FieldType, value: KeyValue): SQL {
-  return type === 'timestamp' ? sql`${value}::timestamptz` : sql`${value}`;
+  return type === 'timestamp' ? timestampValue(value as string) : sql`${value}`;
 }
 
 /** Whether a value read back from a cursor has the shape its field needs. */
@@ -31,7 +28,7 @@ export function isKeyValue(type: FieldType, value: unknown): value is KeyValue {
     case 'bigint':
       return Number.isSafeInteger(value);
     case 'timestamp':
-      return typeof value === 'string' && TIMESTAMP_TEXT.test(value);
+      return isTimestampText(value);
     case 'text':
       return typeof value === 'string';
   }

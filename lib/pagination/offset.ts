@@ -2,12 +2,14 @@
 import { and, asc, desc } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { countItems, parseCountMode, type CountMode } from './count.ts';
-import { chunkResponse, type Links } from './chunk.ts';
+import { chunkResponse } from './chunk.ts';
 import { filterCondition } from './filters.ts';
 import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
-import { timestampText, type Collection } from './registry.ts';
+import { type Collection } from './registry.ts';
 import { orderBy } from './sort.ts';
 import type { ChunkRequest, Variant } from './variants.ts';
+import { type Links } from './links.ts';
+import { timestampText } from './timestamps.ts';
 
 export interface Positional {
   readonly items: Record<string, unknown>[];
@@ -67,7 +69,6 @@ export function readOffset(collection: Collection, params: QueryParams): { limit
 
 export const offsetVariant: Variant = {
   name: 'offset',
-  takes: ['limit', 'offset', 'sort', 'count'],
   async serve(request) {
     const { collection, params, href } = request;
     const { limit, offset } = readOffset(collection, params);

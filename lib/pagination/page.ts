@@ -1,11 +1,12 @@
 // Page-based pagination (SPEC.md 4.1): zero-based `page` and `page-size`; offset = page-size × page.
-import { chunkResponse, type Links } from './chunk.ts';
+import { chunkResponse } from './chunk.ts';
 import { parseCountMode } from './count.ts';
 import { invalidParameter } from '../http/errors.ts';
 import { fetchPositional } from './offset.ts';
 import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
 import type { Collection } from './registry.ts';
 import type { Variant } from './variants.ts';
+import { type Links } from './links.ts';
 
 /** `page` and `page-size` of a page chunk (offset = page-size × page ≤ 2^53−1): what it serves and is charged for. */
 export function readPage(collection: Collection, params: QueryParams): { page: number; pageSize: number } {
@@ -18,7 +19,6 @@ export function readPage(collection: Collection, params: QueryParams): { page: n
 
 export const pageVariant: Variant = {
   name: 'page',
-  takes: ['page', 'page-size', 'sort', 'count'],
   async serve(request) {
     const { collection, params, href } = request;
     const { page, pageSize } = readPage(collection, params);

@@ -1,5 +1,6 @@
 // Strict parsing of a request's query string and of the values in it.
 import { invalidParameter } from '../http/errors.ts';
+import { POSITION_PARAMS } from './variants.ts';
 
 /** The query parameters of one request, each name present at most once, values decoded. */
 export type QueryParams = ReadonlyMap<string, string>;
@@ -24,12 +25,6 @@ function decode(component: string, name: string): string {
 export const MAX_QUERY_LENGTH = 4096;
 /** The filters, sort and count of a query (every parameter but the variant's own), as links write them. */
 export const MAX_LINK_QUERY_LENGTH = 1024;
-
-/**
- * Parameters that pick and position a variant: each link writes its own (of a fixed format, at most
- * 60 characters in all); every other parameter is carried into links as sent.
- */
-export const VARIANT_PARAMS: ReadonlySet<string> = new Set(['limit', 'offset', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after']);
 
 // Leave "," "[" "]" readable in links ("category[in]=a,b", "sort=-name,id"); everything else is percent-encoded.
 export function encodeQueryComponent(text: string): string {
@@ -69,7 +64,7 @@ export function parseQueryString(raw: string): QueryParams {
     if (/[\u0000-\u001f\u007f]/.test(value)) throw invalidParameter(name, 'must not contain a NUL or other control character');
     params.set(name, value);
   }
-  const carried = [...params].filter(([name]) => !VARIANT_PARAMS.has(name));
+  const carried = [...params].filter(([name]) => !POSITION_PARAMS.has(name));
   const pieces = carried.map(([name, value]): [string, number] => [name, encodeQueryComponent(name).length + 1 + encodeQueryComponent(value).length]);
   const length = pieces.reduce((sum, [, n]) => sum + n, 0) + Math.max(0, pieces.length - 1);
   if (length > MAX_LINK_QUERY_LENGTH) tooLong(pieces, length, MAX_LINK_QUERY_LENGTH, 'the filters, sort and count, as links write them,');
@@ -104,36 +99,4 @@ export const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 - 1
 export function parseSize(params: QueryParams, name: 'limit' | 'page-size', pageSize: { readonly default: number; readonly max: number }): number {
   const value = params.get(name);
   return value === undefined ? pageSize.default : parseInteger(name, value, 1, pageSize.max);
-}
-
-const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
-
-function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
-}
-
-/**
- * An RFC 3339 timestamp with up to six fractional digits, checked field by field, returned
- * in a form PostgreSQL reads as timestamptz exactly (microseconds kept, no JS Date involved).
- */
-export function parseTimestamp(name: string, value: string): string {
-  const reason = 'must be an RFC 3339 timestamp with at most six fractional digits, e.g. 2026-11-21T10:00:00.123456Z';
-  const m = RFC3339.exec(value);
-  if (!m) throw invalidParameter(name, reason);
-  const [, y, mo, d, h, mi, s, fraction, zulu, sign, oh, om] = m;
-  const year = Number(y), month = Number(mo), day = Number(d);
-  if (
-    year < 1 ||
-    month < 1 || month > 12 ||
-    day < 1 || day > daysInMonth(year, month) ||
-    Number(h) > 23 || Number(mi) > 59 || Number(s) > 59 ||
-    (!zulu && Number(om) > 59)
-  ) {
-    throw invalidParameter(name, reason);
-  }
-  // PostgreSQL holds UTC offsets up to ±15:59 and refuses the cast beyond (every real zone is within ±14:00).
-  if (!zulu && Number(oh) > 15) throw invalidParameter(name, 'must have a UTC offset from -15:59 to +15:59');
-  const offset = zulu ? '+00:00' : `${sign}${oh}:${om}`;
-  return `${y}-${mo}-${d}T${h}:${mi}:${s}.${(fraction ?? '').padEnd(6, '0')}${offset}`;
 }

@@ -1,6 +1,5 @@
 // A collection query (SPEC.md 4.1): parse, pick the variant, validate every parameter, serve the chunk.
 import type { Database } from '../../db/client.ts';
-import { baseUrl, linkBuilder } from './chunk.ts';
 import type { Config } from '../http/config.ts';
 import { withTimeout } from '../http/deadline.ts';
 import type { CursorPayload } from './cursor-token.ts';
@@ -12,7 +11,9 @@ import { parseQueryString, rawQueryOf, type QueryParams } from './params.ts';
 import type { Collection, SortKey, VariantName } from './registry.ts';
 import { parseSort, withTieBreaker } from './sort.ts';
 import { timeVariant } from './time.ts';
-import { checkParamsTaken, selectVariant, type Variant } from './variants.ts';
+import { checkParamsTaken, selectVariant, takes, type Variant } from './variants.ts';
+import { baseUrl } from '../http/forwarding.ts';
+import { linkBuilder } from './links.ts';
 
 const variants: Record<VariantName, Variant> = {
   offset: offsetVariant,
@@ -43,9 +44,9 @@ export interface ReadQuery {
 export function readQuery(collection: Collection, params: QueryParams, cursorSecret: string): ReadQuery {
   const { variant: name, cursor } = selectVariant(collection, params, cursorSecret);
   const variant = variants[name];
-  checkParamsTaken(variant, params.keys(), (param) => isFilterName(collection, param));
+  checkParamsTaken(name, params.keys(), (param) => isFilterName(collection, param));
   const filters = parseFilters(collection, params);
-  const sort = variant.takes.includes('sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort);
+  const sort = takes(name, 'sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort);
   return { variant, cursor, filters, sort };
 }
 

@@ -1,23 +1,14 @@
 // Time-based pagination (SPEC.md 4.1): `before` moves to older items, `after` to newer ones, by timestamp and id.
 import { sql, type SQL } from 'drizzle-orm';
-import { chunkResponse, type Links } from './chunk.ts';
+import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import { invalidCursor } from '../http/errors.ts';
 import type { Filter } from './filters.ts';
-import {
-  afterPosition,
-  boundFilters,
-  cursorLinks,
-  fetchKeyset,
-  filtersPayload,
-  isKeyValue,
-  keyLiteral,
-  parsePageSize,
-  type Item,
-} from './keyset.ts';
-import { parseTimestamp } from './params.ts';
+import { afterPosition, boundFilters, cursorLinks, fetchKeyset, filtersPayload, isKeyValue, keyLiteral, parsePageSize, type Item } from './keyset.ts';
 import type { Collection, SortKey } from './registry.ts';
 import type { ChunkRequest, Variant } from './variants.ts';
+import { type Links } from './links.ts';
+import { parseTimestamp } from './timestamps.ts';
 
 /** older: newest first, towards older items; newer: oldest first, towards newer items. */
 type Direction = 'older' | 'newer';
@@ -138,7 +129,6 @@ function linksOf(request: ChunkRequest, query: TimeQuery, chunk: { items: Item[]
 
 export const timeVariant: Variant = {
   name: 'time',
-  takes: ['page-size', 'cursor', 'before', 'after'],
   async serve(request) {
     const { collection } = request;
     const pageSize = parsePageSize(request);

@@ -1,11 +1,11 @@
 // What a pagination variant is, and how a request picks one (API.md, "Choosing the variant").
 import type { Database } from '../../db/client.ts';
-import type { linkBuilder } from './chunk.ts';
 import { decodeCursor, type CursorPayload } from './cursor-token.ts';
 import { conflictingParameters, invalidCursor, invalidParameter } from '../http/errors.ts';
 import type { Filter } from './filters.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, SortKey, VariantName } from './registry.ts';
+import { type linkBuilder } from './links.ts';
 
 export interface ChunkRequest {
   readonly collection: Collection;
@@ -25,18 +25,43 @@ export interface ChunkRequest {
 
 export interface Variant {
   readonly name: VariantName;
-  /** The non-filter parameters the variant takes; any other is a 400. */
-  readonly takes: readonly string[];
   serve(request: ChunkRequest): Promise<Response>;
 }
 
+/**
+ * The parameters of each variant, the one table that selection, validation, links and the cost rule read.
+ * `selects`: those whose presence picks the variant (a `cursor` picks the variant it was issued by, and a
+ * `page-size` alone the collection's keyset variant); `takes`: every parameter but filters that the
+ * variant reads; any other is a 400.
+ */
+export const variantParams = {
+  offset: { selects: ['limit', 'offset'], takes: ['limit', 'offset', 'sort', 'count'] },
+  page: { selects: ['page'], takes: ['page', 'page-size', 'sort', 'count'] },
+  cursor: { selects: ['since_id'], takes: ['page-size', 'cursor', 'since_id', 'sort'] },
+  time: { selects: ['before', 'after'], takes: ['page-size', 'cursor', 'before', 'after'] },
+} as const satisfies Record<VariantName, { selects: readonly string[]; takes: readonly string[] }>;
+
+/** Whether the variant reads the parameter (any filter aside). */
+export function takes(variant: VariantName, name: string): boolean {
+  return (variantParams[variant].takes as readonly string[]).includes(name);
+}
+
+/** Every parameter some variant takes. */
+const allParams: ReadonlySet<string> = new Set(Object.values(variantParams).flatMap((entry) => entry.takes));
+
+/** Parameters that links carry as the request sent them, with the filters; every other one positions a chunk. */
+const carriedParams: ReadonlySet<string> = new Set(['sort', 'count']);
+
+/**
+ * Parameters that pick and position a variant: each link writes its own (of a fixed format, at most
+ * 60 characters in all); every other parameter is carried into links as sent.
+ */
+export const POSITION_PARAMS: ReadonlySet<string> = new Set([...allParams].filter((name) => !carriedParams.has(name)));
+
 // Parameters that select a variant, by the family they belong to.
 const families: ReadonlyArray<{ params: readonly string[]; variant: VariantName | 'cursor-token' }> = [
-  { params: ['limit', 'offset'], variant: 'offset' },
-  { params: ['page'], variant: 'page' },
+  ...Object.entries(variantParams).map(([variant, entry]) => ({ params: entry.selects, variant: variant as VariantName })),
   { params: ['cursor'], variant: 'cursor-token' },
-  { params: ['since_id'], variant: 'cursor' },
-  { params: ['before', 'after'], variant: 'time' },
 ];
 
 export interface Selection {
@@ -80,13 +105,11 @@ export function selectVariant(collection: Collection, params: QueryParams, curso
   return { variant, cursor };
 }
 
-const allParams = ['limit', 'offset', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after', 'sort', 'count'];
-
 /** A parameter the chosen variant does not take is a 400 naming it. */
-export function checkParamsTaken(variant: Variant, names: Iterable<string>, isFilter: (name: string) => boolean): void {
+export function checkParamsTaken(variant: VariantName, names: Iterable<string>, isFilter: (name: string) => boolean): void {
   for (const name of names) {
-    if (variant.takes.includes(name) || isFilter(name)) continue;
-    if (allParams.includes(name)) throw invalidParameter(name, `is not a parameter of ${variant.name} pagination`);
+    if (takes(variant, name) || isFilter(name)) continue;
+    if (allParams.has(name)) throw invalidParameter(name, `is not a parameter of ${variant} pagination`);
     throw invalidParameter(name, 'is not a known parameter');
   }
 }

@@ -1,13 +1,14 @@
 // The operator API (API.md, "Keys and the operator API"): tiers and keys, behind ADMIN_TOKEN.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { Hono, type MiddlewareHandler } from 'hono';
 import * as v from 'valibot';
 import type { Db } from '../../db/client.ts';
 import { apiKeys, rateTiers } from '../../db/schema.ts';
+import { bearerToken, digest } from '../http/bearer.ts';
 import { limitBody, readJson, validate } from '../http/body.ts';
 import { ApiError, invalidParameter, methodNotAllowed } from '../http/errors.ts';
-import { timestampText } from '../pagination/registry.ts';
+import { timestampText } from '../pagination/timestamps.ts';
 
 const TIER_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
 const tierNameReason = 'must be 1 to 40 of a-z, 0-9, _ and -, starting with a letter';
@@ -35,17 +36,13 @@ const keyParams = v.object({ id: v.pipe(v.string(), v.regex(KEY_ID, 'must be 1 t
 const sqlCreated = sql<boolean>`(xmax = 0)`;
 const sqlNow = sql`clock_timestamp()`;
 
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
-}
-
 /** Bearer $ADMIN_TOKEN, compared in constant time (digests of equal length, timingSafeEqual). */
 function requireToken(adminToken: string): MiddlewareHandler {
   const expected = digest(adminToken);
   return async function adminAuth(c, next) {
     const header = c.req.header('authorization');
     if (header === undefined) throw new ApiError('unauthorized', 'The operator API needs Authorization: Bearer <admin token>');
-    const token = /^Bearer +(\S+) *$/i.exec(header)?.[1] ?? '';
+    const token = bearerToken(header) ?? '';
     if (!timingSafeEqual(digest(token), expected)) throw new ApiError('forbidden', 'The admin token is not valid');
     await next();
   };

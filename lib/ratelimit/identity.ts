@@ -1,10 +1,9 @@
 // Who a request is for the rate limit (SPEC.md 5): an API key, or else the client's address.
-import { createHash } from 'node:crypto';
-import { getConnInfo } from '@hono/node-server/conninfo';
-import type { Context } from 'hono';
 import ipaddr from 'ipaddr.js';
 import proxyaddr from 'proxy-addr';
+import { bearerToken, digest } from '../http/bearer.ts';
 import { invalidParameter } from '../http/errors.ts';
+import { peerIsProxy, trustFunction, type TrustProxy } from '../http/forwarding.ts';
 
 /** What the Authorization header says. Anything present but not a Bearer key is `malformed`. */
 export type Credential =
@@ -12,65 +11,19 @@ export type Credential =
   | { readonly kind: 'key'; readonly hash: Buffer }
   | { readonly kind: 'malformed' };
 
-/**
- * Which peers are our proxies (TRUST_PROXY): none; the nearest `hops` peers, whoever they are; or
- * the peers within `addresses` (addresses, CIDRs, or proxy-addr's loopback, linklocal, uniquelocal).
- */
-export type TrustProxy =
-  | { readonly kind: 'none' }
-  | { readonly kind: 'hops'; readonly hops: number }
-  | { readonly kind: 'addresses'; readonly addresses: readonly string[] };
-
-/** proxy-addr's trust function: is the hop `i` away (0: the socket's peer) at `address` one of our proxies? */
-type TrustFunction = (address: string, i: number) => boolean;
-
 /** The key format issued by POST /v1/keys: a recognisable prefix, then 32 base64url characters. */
 export const KEY_PREFIX = 'pck_';
 const KEY_PATTERN = /^pck_[A-Za-z0-9_-]{32}$/;
 
-export function hashKey(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
-}
+/** What is stored of a key, and what a request's key is looked up by. */
+export const hashKey = digest;
 
-/** `Authorization: Bearer <key>`; the scheme is case-insensitive (RFC 9110), the key is not. */
+/** `Authorization: Bearer <key>`. */
 export function parseAuthorization(header: string | undefined): Credential {
   if (header === undefined) return { kind: 'none' };
-  const match = /^Bearer +(\S+) *$/i.exec(header);
-  if (!match || !KEY_PATTERN.test(match[1]!)) return { kind: 'malformed' };
-  return { kind: 'key', hash: hashKey(match[1]!) };
-}
-
-/** The socket's remote address; undefined under app.request() in tests, where there is no socket. */
-export function socketAddress(c: Context): string | undefined {
-  try {
-    return getConnInfo(c).remote.address;
-  } catch {
-    return undefined;
-  }
-}
-
-const compiled = new WeakMap<TrustProxy, TrustFunction>();
-
-/**
- * The trust function of a setting, compiled once per setting; throws proxy-addr's TypeError on an
- * address it cannot read (config.ts checks every setting at start-up).
- */
-export function trustFunction(trust: TrustProxy): TrustFunction {
-  let fn = compiled.get(trust);
-  if (fn === undefined) {
-    if (trust.kind === 'none') fn = () => false;
-    else if (trust.kind === 'hops') fn = (_address, i) => i < trust.hops;
-    else fn = proxyaddr.compile([...trust.addresses]);
-    compiled.set(trust, fn);
-  }
-  return fn;
-}
-
-/** Whether the socket's peer is one of our proxies, so that its X-Forwarded-* headers count. */
-export function peerIsProxy(trust: TrustProxy, peer: string | undefined): boolean {
-  if (trust.kind === 'none') return false;
-  if (trust.kind === 'hops') return trust.hops > 0;
-  return peer !== undefined && trustFunction(trust)(peer, 0);
+  const key = bearerToken(header);
+  if (key === undefined || !KEY_PATTERN.test(key)) return { kind: 'malformed' };
+  return { kind: 'key', hash: hashKey(key) };
 }
 
 /**

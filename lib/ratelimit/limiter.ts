@@ -1,5 +1,5 @@
-// The rate-limit decisions and lease releases in PostgreSQL (batched, one round trip, with a deadline),
-// housekeeping, and headers.
+// The limiter client: rate-limit decisions and lease releases in PostgreSQL (batched, one round trip,
+// with a deadline).
 import type { PendingQuery, Row, Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
 import { answeredInTime } from '../http/deadline.ts';
@@ -24,7 +24,8 @@ export interface Decision {
   readonly subject: string;
   readonly tier: string;
   readonly keyId: string | undefined;
-  readonly limit: number;
+  /** The tier's allowance per window: what X-RateLimit-Limit reports. */
+  readonly allowance: number;
   readonly windowSeconds: number;
   readonly remaining: number;
   /** Unix seconds. Success: the whole allowance is back. 429: this request's cost first fits. */
@@ -283,7 +284,7 @@ function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
     subject: row.subject as string,
     tier: row.tier as string,
     keyId: (row.key_id as string | null) ?? undefined,
-    limit: row.allowance as number,
+    allowance: row.allowance as number,
     windowSeconds: row.window_seconds as number,
     remaining: Number(row.remaining),
     reset: Number(row.reset),
@@ -294,27 +295,5 @@ function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
         ? undefined
         : // The database counts the TTL from its decision, a little before this answer: never later than this.
           { slot: row.lease_slot as number, token: String(row.lease_token), expiresAt: performance.now() + leaseTtl * 1000 },
-  };
-}
-
-/** Removes the rows of subjects quiet for a minute; -1 when another instance holds the lock. */
-export async function housekeep(sql: Sql, clockOffset = 0): Promise<number> {
-  const [row] = await sql`select rate_housekeep(${clockOffset}) as removed`;
-  return Number(row?.removed ?? 0);
-}
-
-/**
- * The headers of a rate-limited response (SPEC.md 2.2; API.md; draft-ietf-httpapi-ratelimit-headers):
- * X-RateLimit-* and the IETF RateLimit-Policy / RateLimit, whose `t` is the seconds until Reset.
- */
-export function rateLimitHeaders(decision: Decision): Record<string, string> {
-  const untilReset = Math.max(0, decision.reset - decision.now);
-  const policy = JSON.stringify(decision.tier);
-  return {
-    'x-ratelimit-limit': String(decision.limit),
-    'x-ratelimit-remaining': String(decision.remaining),
-    'x-ratelimit-reset': String(decision.reset),
-    'ratelimit-policy': `${policy};q=${decision.limit};w=${decision.windowSeconds}`,
-    ratelimit: `${policy};r=${decision.remaining};t=${untilReset}`,
   };
 }

@@ -6,10 +6,13 @@ import type { Config } from '../http/config.ts';
 import { requestCost } from './cost.ts';
 import { withTimeout } from '../http/deadline.ts';
 import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
-import { clientSubject, parseAuthorization, socketAddress } from './identity.ts';
-import { databaseLimiter, housekeep, rateLimitHeaders, type Decision } from './limiter.ts';
+import { clientSubject, parseAuthorization } from './identity.ts';
+import { databaseLimiter, type Decision } from './limiter.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import type { Registry } from '../pagination/registry.ts';
+import { socketAddress } from '../http/forwarding.ts';
+import { housekeep } from './housekeeping.ts';
+import { rateLimitHeaders } from './headers.ts';
 
 export interface LimiterOptions {
   /** The socket's address; the default reads @hono/node-server's connection info (none under app.request). */
@@ -92,7 +95,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     if (decision.outcome === 'rate') {
       throw new ApiError(
         'Request_limit_exceeded',
-        `Rate limit exceeded: ${decision.limit} units per ${decision.windowSeconds} s; retry after ${decision.retryAfter} s`,
+        `Rate limit exceeded: ${decision.allowance} units per ${decision.windowSeconds} s; retry after ${decision.retryAfter} s`,
         { headers: { ...headers, 'retry-after': String(decision.retryAfter) } },
       );
     }

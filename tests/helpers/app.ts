@@ -3,9 +3,9 @@ import type { Hono } from 'hono';
 import { seedTable, type SeedSizes, type SeedTable } from '../../db/seed.ts';
 import { buildApp } from '../../lib/http/app.ts';
 import { parseConfig, type Config } from '../../lib/http/config.ts';
-import { demoRegistry } from '../../lib/pagination/registry.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
 import { testDatabase, type TestDatabase } from './db.ts';
+import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 
 export interface TestApp {
   readonly app: Hono;

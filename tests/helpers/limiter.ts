@@ -5,8 +5,8 @@ import { seedTable } from '../../db/seed.ts';
 import { buildApp } from '../../lib/http/app.ts';
 import { parseConfig, type Config } from '../../lib/http/config.ts';
 import type { LimiterOptions } from '../../lib/ratelimit/middleware.ts';
-import { demoRegistry } from '../../lib/pagination/registry.ts';
 import { testDatabase, type TestDatabase } from './db.ts';
+import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
 
