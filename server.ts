@@ -55,7 +55,7 @@ async function start(config: Config) {
   if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
 
   const database = openDatabase(postgresServer.url, { statementTimeoutMs: config.statementTimeoutMs, poolTimeoutMs: config.poolTimeoutMs });
-  const cursorSecret = await loadCursorSecret(database.db, config.cursorSecret);
+  const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
   const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: {} });
 
   // A request the adapter cannot turn into a Request (bad or missing Host header, HTTP/1.0 without one)

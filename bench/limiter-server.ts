@@ -21,7 +21,7 @@ if (mode !== 'off' && mode !== 'rate-only' && mode !== 'peer') {
 const config = parseConfig(process.env);
 if (!config.databaseUrl) throw new Error('The bench gives every server a DATABASE_URL');
 const database = openDatabase(config.databaseUrl);
-const cursorSecret = await loadCursorSecret(database.db, config.cursorSecret);
+const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
 // rate-only: no lease is taken (leaseTtlSeconds 0), so no release either.
 const rateLimit = mode === 'rate-only' ? { leaseTtlSeconds: 0 } : false;
 const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit });

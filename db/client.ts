@@ -4,7 +4,7 @@ import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import postgres, { type Options, type Sql } from 'postgres';
 import * as schema from './schema.ts';
 
-export type Db = PostgresJsDatabase<typeof schema>;
+export type Drizzle = PostgresJsDatabase<typeof schema>;
 
 /**
  * A client of one connection that is replaced by a fresh one when a statement on it outlives `deadlineMs`:
@@ -29,7 +29,7 @@ export interface OwnConnection {
 
 export interface Database {
   readonly sql: Sql;
-  readonly db: Db;
+  readonly drizzle: Drizzle;
   /**
    * One connection for the rate limiter's decisions and lease releases (lib/ratelimit/limiter.ts keeps at most two
    * statements in flight on it, pipelined), and for readiness: they never queue behind data queries that
@@ -62,7 +62,10 @@ const DEADLINE_MARGIN_MS = 1000;
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
   const limiterTimeoutMs = options.limiterTimeoutMs ?? 2500;
-  const common: Options<Record<string, never>> = {
+  const common = {
+    // int8 values (counts, ids, the limiter's seconds and lease tokens) arrive as JS numbers rather than
+    // strings: the one place bigints become numbers. Every one this service reads is far below 2^53.
+    types: { int8: { to: 20, from: [20], serialize: (n: number) => String(n), parse: (text: string) => Number(text) } },
     // A database that is away must turn into a quick 503, not a hanging request.
     connect_timeout: 2,
     // postgres.js waits up to 20 s between reconnection attempts after failures (3^n / 100 s), and
@@ -71,7 +74,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     backoff: (retries: number) => Math.min(0.05 * retries, 0.5),
     idle_timeout: 30,
     onnotice: () => {},
-  };
+  } satisfies Options<Record<string, postgres.PostgresType>>;
   const sql = postgres(url, {
     ...common,
     max: options.max ?? 10,
@@ -94,7 +97,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
   );
   return {
     sql,
-    db: drizzle(sql, { schema }),
+    drizzle: drizzle(sql, { schema }),
     limiter,
     queryDeadlineMs: statementTimeoutMs + (options.poolTimeoutMs ?? 2000),
     async close() {

@@ -59,7 +59,7 @@ const scenarios: Scenario[] = [
 ];
 
 async function initialRows(app: TestApp, scenario: Scenario, next: () => number): Promise<Row[]> {
-  const other = postgres(app.db.url, { max: 1, onnotice: () => {} });
+  const other = postgres(app.database.url, { max: 1, onnotice: () => {} });
   try {
     return await scenario.insert(other, Array.from({ length: 300 }, () => scenario.keys(next)));
   } finally {
@@ -73,7 +73,7 @@ for (const scenario of scenarios) {
     const next = random(scenario.collection.length);
     const initial = await initialRows(app, scenario, next);
     // The other connection: a separate client, as another user of the service would be.
-    const other = postgres(app.db.url, { max: 1, onnotice: () => {} });
+    const other = postgres(app.database.url, { max: 1, onnotice: () => {} });
     t.teardown(() => other.end());
 
     const live = new Map(initial.map((row) => [row.id, row]));

@@ -5,7 +5,7 @@ import { chargedUnits } from './helpers/limiter.ts';
 import { proxiedService, sample, sleep, type Sample } from './helpers/proxied.ts';
 
 t.test('decisions of requests answered 503 are not made after the database is back', async (t) => {
-  const { db, proxy, server } = await proxiedService(t);
+  const { database, proxy, server } = await proxiedService(t);
   const answers: Sample[] = [];
   // One request after another: nothing is in flight at the moment the database goes away, so no
   // decision can be made on the server while its answer is lost.
@@ -41,14 +41,14 @@ t.test('decisions of requests answered 503 are not made after the database is ba
 
   const made = answers.filter((s) => s.headers?.has('x-ratelimit-limit'));
   t.same([...new Set(made.map((s) => s.status))], [200], 'every answer with a decision was a 200');
-  const charged = await chargedUnits(db.sql);
+  const charged = await chargedUnits(database.sql);
   t.comment(`${answers.length} answers: ${made.length} served, ${unavailable.length} answered 503; ${charged} units charged`);
   t.equal(charged, made.length, 'charged exactly the requests served, none of those answered 503');
   t.equal(answers.filter((s) => s.status === 500 || s.status === 0).length, 0, 'never a 500 or a hang');
 });
 
 t.test('a decision still waiting for a connection when its request is answered 503 is never sent', async (t) => {
-  const { db, proxy, server } = await proxiedService(t);
+  const { database, proxy, server } = await proxiedService(t);
   t.equal((await sample(server.url, '/v1')).status, 200);
   proxy.reset();
   proxy.accept('hold'); // connection attempts hang, then go through once the database is back
@@ -67,5 +67,5 @@ t.test('a decision still waiting for a connection when its request is answered 5
   }
   t.equal(served, 1, 'served again');
   await sleep(2_000);
-  t.equal(await chargedUnits(db.sql), 2, 'charged the two requests served, not the two answered 503');
+  t.equal(await chargedUnits(database.sql), 2, 'charged the two requests served, not the two answered 503');
 });

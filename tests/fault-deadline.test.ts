@@ -14,8 +14,8 @@ async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
 }
 
 t.test('a query behind a table lock is a 503 with Retry-After by the statement timeout; its lease is released', async (t) => {
-  const { db, server } = await proxiedService(t, { concurrency: 1, env });
-  const lock = await db.sql.reserve();
+  const { database, server } = await proxiedService(t, { concurrency: 1, env });
+  const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
   await lock`lock table products in access exclusive mode`;
@@ -28,22 +28,22 @@ t.test('a query behind a table lock is a 503 with Retry-After by the statement t
   t.equal(res.status === 503 && JSON.parse(res.body).code, 'unavailable');
   t.equal(res.headers?.get('retry-after'), '1');
   t.ok(ms < 4_000, `within about the statement timeout (${ms} ms)`);
-  await until(async () => (await liveLeases(db.sql)) === 0);
-  t.equal(await liveLeases(db.sql), 0, 'its lease is released');
+  await until(async () => (await liveLeases(database.sql)) === 0);
+  t.equal(await liveLeases(database.sql), 0, 'its lease is released');
 
   await lock`commit`;
   t.equal((await sample(server.url, '/v1/products?count=none')).status, 200, 'the client (cap 1) is served next');
 });
 
 t.test('a pool connection that stops answering mid-query is a 503 by the deadline', async (t) => {
-  const { db, proxy, server } = await proxiedService(t, { concurrency: 1, env });
+  const { database, proxy, server } = await proxiedService(t, { concurrency: 1, env });
   t.equal((await sample(server.url, '/v1/products?count=none')).status, 200);
-  const lock = await db.sql.reserve();
+  const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
   await lock`lock table products in access exclusive mode`;
   const answer = sample(server.url, '/v1/products?count=none', 20_000);
-  await lockWaiters(db.sql, db.name, 1);
+  await lockWaiters(database.sql, database.name, 1);
   proxy.freeze(); // the query's answer, when it comes, is lost, and nothing tells the instance
   await lock`commit`;
   const frozen = await answer;
@@ -64,5 +64,5 @@ t.test('a pool connection that stops answering mid-query is a 503 by the deadlin
   t.comment(`after the reset: ${statuses.join(' ')}`);
   t.equal(statuses.at(-1), 200, `served again ${recovery} ms after the reset, the cap of 1 free again`);
   t.ok(recovery <= 2_000, 'within 2 s');
-  t.equal(await liveLeases(db.sql), 0, 'no lease left');
+  t.equal(await liveLeases(database.sql), 0, 'no lease left');
 });

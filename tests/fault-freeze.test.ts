@@ -44,14 +44,14 @@ t.test('frozen for 45 s, then reset: served again within 2 s of the reset, /read
 });
 
 t.test('every backend of the instance terminated under load: served again within 1 s', async (t) => {
-  const { db, proxy, server } = await proxiedService(t);
+  const { database, proxy, server } = await proxiedService(t);
   const paths = ['/v1/products?count=none', '/v1', '/readyz'];
   const load = steadyLoad(server.url, [...paths, '/v1/products?count=none'], 20);
   await sleep(2_000);
   // The instance's backends: those connected through the proxy.
-  const rows = await db.sql`
+  const rows = await database.sql`
     select pg_terminate_backend(pid) as gone from pg_stat_activity
-    where datname = ${db.name} and client_port = any(${proxy.upstreamPorts()}::int[])`;
+    where datname = ${database.name} and client_port = any(${proxy.upstreamPorts()}::int[])`;
   const terminatedAt = performance.now();
   t.ok(rows.length >= 2, `the pool's and the limiter's backends terminated (${rows.length})`);
   await sleep(3_000);

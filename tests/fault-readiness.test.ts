@@ -5,16 +5,16 @@ import { lockWaiters } from './helpers/db.ts';
 import { proxiedService, sample, sleep } from './helpers/proxied.ts';
 
 t.test('/readyz is 200 while the pool is full of slow queries, 503 while the database is away', async (t) => {
-  const { db, proxy, server } = await proxiedService(t, { env: { STATEMENT_TIMEOUT_MS: '30000', POOL_TIMEOUT_MS: '30000' } });
+  const { database, proxy, server } = await proxiedService(t, { env: { STATEMENT_TIMEOUT_MS: '30000', POOL_TIMEOUT_MS: '30000' } });
   t.equal((await sample(server.url, '/readyz')).status, 200);
 
   // Every connection of the pool (10) waits on a lock, with more queries queued behind them.
-  const lock = await db.sql.reserve();
+  const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
   await lock`lock table products in access exclusive mode`;
   const slow = Array.from({ length: 30 }, () => sample(server.url, '/v1/products?count=none', 60_000));
-  await lockWaiters(db.sql, db.name, 10);
+  await lockWaiters(database.sql, database.name, 10);
   const probes = [];
   for (let i = 0; i < 5; i++) probes.push(await sample(server.url, '/readyz'));
   const slowest = Math.round(Math.max(...probes.map((s) => s.done - s.sent)));

@@ -46,13 +46,13 @@ t.test('a deep keyset chunk is an index scan with no sort', async (t) => {
     // The position: an item about three quarters of the way through the filtered order.
     const order = keys.map((k) => `${collection.fields.get(k.field)!.column.name} ${k.descending ? 'desc' : 'asc'}`).join(', ');
     const where = Object.entries(c.filters).map(([f, v]) => `${collection.fields.get(f)!.column.name} = '${v}'`).join(' and ') || 'true';
-    const [{ n }] = (await app.db.sql.unsafe(`select count(*)::int as n from ${c.collection} where ${where}`)) as unknown as [{ n: number }];
+    const [{ n }] = (await app.database.sql.unsafe(`select count(*)::int as n from ${c.collection} where ${where}`)) as unknown as [{ n: number }];
     const depth = Math.floor(n * 0.75);
-    const [deep] = await app.db.sql.unsafe(`select id from ${c.collection} where ${where} order by ${order} limit 1 offset ${depth}`);
-    const [item] = await app.db.db.select(collection.selection).from(collection.table).where(eq(collection.fields.get('id')!.column, Number(deep!.id)));
+    const [deep] = await app.database.sql.unsafe(`select id from ${c.collection} where ${where} order by ${order} limit 1 offset ${depth}`);
+    const [item] = await app.database.drizzle.select(collection.selection).from(collection.table).where(eq(collection.fields.get('id')!.column, Number(deep!.id)));
     const position = positionOf(item!, keys);
-    const query = keysetQuery(app.db, collection, [filterCondition(collection, filters), afterPosition(collection, keys, position)], keys, 20).toSQL();
-    const [row] = await app.db.sql.unsafe(`explain (format json) ${query.sql}`, query.params as never[]);
+    const query = keysetQuery(app.database, collection, [filterCondition(collection, filters), afterPosition(collection, keys, position)], keys, 20).toSQL();
+    const [row] = await app.database.sql.unsafe(`explain (format json) ${query.sql}`, query.params as never[]);
     const plan = (row!['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan;
     const all = nodes(plan);
     const label = `${c.collection} sort=${c.sort} ${JSON.stringify(c.filters)} at ${depth} of ${n}`;
@@ -61,7 +61,7 @@ t.test('a deep keyset chunk is an index scan with no sort', async (t) => {
       `${label}: scans ${c.index} (${all.map((node) => `${node['Node Type']}${node['Index Name'] ? ` ${node['Index Name']}` : ''}`).join(' > ')})`,
     );
     t.notOk(all.some((node) => /Sort|Seq Scan/.test(node['Node Type'])), `${label}: no sort and no sequential scan`);
-    const rows = await app.db.sql.unsafe(query.sql, query.params as never[]);
+    const rows = await app.database.sql.unsafe(query.sql, query.params as never[]);
     t.equal(rows.length, Math.min(21, n - depth - 1), `${label}: one row more than the page, or what is left`);
   }
 });

@@ -24,7 +24,7 @@ const quote = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 /** Rows with few distinct values per column, so every sort key ties often and the id tie-breaker matters. */
 async function insertRows(app: TestApp) {
-  const { sql } = app.db;
+  const { sql } = app.database;
   await sql`insert into products (name, category, price_cents, created_at)
     select (array['Anvil', 'anvil', 'Basket', 'Drum', 'Zed', 'Drum kit'])[1 + (i * 31) % 6],
            (array['books', 'toys', 'tools'])[1 + (i * 17) % 3],
@@ -155,7 +155,7 @@ for (const collection of ['products', 'orders', 'events'] as const) {
           order = withId(sort.length > 0 ? sort : defaultSort[collection]!);
         }
         const orderSql = order.map((k) => `${columns[k.field]} ${k.descending ? 'desc' : 'asc'}`).join(', ');
-        const rows = await app.db.sql.unsafe(`select id from ${collection} where ${where.join(' and ')} order by ${orderSql}`);
+        const rows = await app.database.sql.unsafe(`select id from ${collection} where ${where.join(' and ')} order by ${orderSql}`);
         const expected = rows.map((r) => Number(r.id));
         const seen = await walk(app, `/v1/${collection}?${params.join('&')}`, pageSizes);
         assert.deepEqual(seen, expected, params.join('&'));
@@ -188,7 +188,7 @@ t.test('events: the time variant walks both ways and matches plain SQL', async (
           where.push(`occurred_at ${marker.name === 'before' ? '<' : '>'} '${marker.at}'::timestamptz`);
           if (marker.name === 'after') order = 'occurred_at asc, id asc';
         }
-        const rows = await app.db.sql.unsafe(`select id from events where ${where.join(' and ')} order by ${order}`);
+        const rows = await app.database.sql.unsafe(`select id from events where ${where.join(' and ')} order by ${order}`);
         const seen = await walk(app, `/v1/events?${params.join('&')}`, pageSizes);
         assert.deepEqual(seen, rows.map((r) => Number(r.id)), params.join('&'));
       },

@@ -43,11 +43,11 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
   const api = await limitedApp(t);
   await api.setTier('anonymous', 100, 60, 2);
   // Hold the products table so that admitted requests stay in flight.
-  const products = await holdLock(t, api.db.url, (sql) => sql`lock table products in access exclusive mode`);
+  const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
 
   const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
   // Wait until both hold a lease (they are then blocked on the lock).
-  await until(async () => (await liveLeases(api.db.sql)) >= 2);
+  await until(async () => (await liveLeases(api.database.sql)) >= 2);
   const declined = await Promise.all([1, 2, 3].map(() => api.request('/v1/products?count=none')));
   for (const res of declined) {
     t.equal(res.status, 429);
@@ -60,14 +60,14 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
   await products.unlock();
   const served = await Promise.all(inFlight);
   t.same(served.map((res) => res.status), [200, 200]);
-  t.equal(await liveLeases(api.db.sql), 0, 'every lease was released');
+  t.equal(await liveLeases(api.database.sql), 0, 'every lease was released');
   t.equal((await api.request('/v1/products?count=none')).status, 200, 'the cap is free again');
 });
 
 t.test('with every pool connection busy on slow data queries, the limiter still answers and declines', async (t) => {
   const api = await limitedApp(t); // the test pool has 4 connections
   await api.setTier('anonymous', 6, 60, 20);
-  const products = await holdLock(t, api.db.url, (sql) => sql`lock table products in access exclusive mode`);
+  const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
 
   // Six admitted requests: four block on the lock, holding every pool connection; two queue for one.
   const admitted = Array.from({ length: 6 }, () => api.request('/v1/products?count=none'));
@@ -86,7 +86,7 @@ t.test('a lease that a dead instance left behind expires by itself', async (t) =
   const api = await limitedApp(t, { limiter: { leaseTtlSeconds: 30 } });
   await api.setTier('anonymous', 100, 60, 1);
   // An instance took a lease and died before releasing it.
-  t.equal((await databaseLimiter(api.db.sql, 30).decide(anonymous('192.0.2.1'))).outcome, 'ok');
+  t.equal((await databaseLimiter(api.database.sql, 30).decide(anonymous('192.0.2.1'))).outcome, 'ok');
   const blocked = await api.request('/v1');
   t.equal(blocked.status, 429);
   t.equal((await blocked.json()).code, 'Concurrency_limit_exceeded');
@@ -99,7 +99,7 @@ t.test('a lease that a dead instance left behind expires by itself', async (t) =
 t.test('a cap change applies at the next request', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 100, 60, 1);
-  await databaseLimiter(api.db.sql, 30).decide(anonymous('192.0.2.1'));
+  await databaseLimiter(api.database.sql, 30).decide(anonymous('192.0.2.1'));
   t.equal((await api.request('/v1')).status, 429);
   await api.setTier('anonymous', 100, 60, 2);
   t.equal((await api.request('/v1')).status, 200);
@@ -108,7 +108,7 @@ t.test('a cap change applies at the next request', async (t) => {
 t.test('a late release never frees a slot that another request took after the lease expired', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 100, 60, 1);
-  const limiter = databaseLimiter(api.db.sql, 30); // the client the middleware uses
+  const limiter = databaseLimiter(api.database.sql, 30); // the client the middleware uses
   const take = async (offset: number) => {
     const decision = await limiter.decide(anonymous('192.0.2.1', offset));
     t.equal(decision.outcome, 'ok');
@@ -136,11 +136,11 @@ function counting(sql: postgres.Sql): { sql: postgres.Sql; statements: () => num
 
 t.test('decisions and releases asked for together share one statement, each caller getting its own answer', async (t) => {
   const api = await limitedApp(t);
-  const setup = databaseLimiter(api.db.sql, 30);
+  const setup = databaseLimiter(api.database.sql, 30);
   const held = await Promise.all(Array.from({ length: 10 }, (_, i) => setup.decide(anonymous(`198.51.100.${i}`))));
-  t.equal(await liveLeases(api.db.sql), 10);
+  t.equal(await liveLeases(api.database.sql), 10);
 
-  const { sql, statements } = counting(api.db.sql);
+  const { sql, statements } = counting(api.database.sql);
   const limiter = databaseLimiter(sql, 30);
   // Ten requests end while twenty others (two per client of 198.51.100.0/24 and ten new ones) begin.
   const [decisions] = await Promise.all([
@@ -153,13 +153,13 @@ t.test('decisions and releases asked for together share one statement, each call
     Array.from({ length: 20 }, (_, i) => [`ip:198.51.100.${i}`, 'ok', i < 10 ? 58 : 59]),
     'every caller gets the decision for its own client',
   );
-  t.equal(await liveLeases(api.db.sql), 20, 'the ten old leases were released, the twenty new ones are held');
+  t.equal(await liveLeases(api.database.sql), 20, 'the ten old leases were released, the twenty new ones are held');
 
-  const { sql: alone, statements: releaseStatements } = counting(api.db.sql);
+  const { sql: alone, statements: releaseStatements } = counting(api.database.sql);
   const releaser = databaseLimiter(alone, 30);
   await Promise.all(decisions.map((decision: Decision) => releaser.release(decision.subject, decision.lease!)));
   t.equal(releaseStatements(), 1, '20 releases with no decision to ride with: one statement');
-  t.equal(await liveLeases(api.db.sql), 0, 'every lease was released');
+  t.equal(await liveLeases(api.database.sql), 0, 'every lease was released');
 });
 
 /** Resolves once a statement of the database waits on a row lock. */
@@ -174,14 +174,14 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 t.test('two statements in flight at most: what is asked for meanwhile goes as the next statement, together', async (t) => {
   const api = await limitedApp(t);
-  const { sql, statements } = counting(api.db.sql);
+  const { sql, statements } = counting(api.database.sql);
   const limiter = databaseLimiter(sql, 30);
   const lease = (await limiter.decide(anonymous('192.0.2.1'))).lease!; // the client's row now exists
-  const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
+  const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
   const first = limiter.decide(anonymous('192.0.2.1'));
   await nextTurn();
   const second = limiter.decide(anonymous('192.0.2.1'));
-  await someoneWaits(api.db.sql);
+  await someoneWaits(api.database.sql);
   await nextTurn();
   t.equal(statements(), 3, 'the second decision went out while the first waits');
   // Five decisions and a release, each asked for in a turn of the event loop of its own.
@@ -198,19 +198,19 @@ t.test('two statements in flight at most: what is asked for meanwhile goes as th
   const results = await Promise.all(later);
   t.equal(statements(), 4, 'then the five decisions and the release go as one statement');
   t.same(results.slice(0, 5).map((decision) => (decision as Decision).outcome), ['ok', 'ok', 'ok', 'ok', 'ok']);
-  t.equal(await liveLeases(api.db.sql, 'ip:192.0.2.1'), 2, 'the released lease is free, the two taken after it held');
+  t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.1'), 2, 'the released lease is free, the two taken after it held');
 });
 
 t.test('a decision whose caller stopped waiting is never sent: nothing charged, no lease', async (t) => {
   const api = await limitedApp(t);
-  const limiter = databaseLimiter(api.db.sql, 30);
+  const limiter = databaseLimiter(api.database.sql, 30);
   await limiter.decide(anonymous('192.0.2.1'));
-  const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
+  const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
   // Two statements wait on the lock, so the next decisions wait to be sent.
   const first = limiter.decide(anonymous('192.0.2.1'));
   await nextTurn();
   const second = limiter.decide(anonymous('192.0.2.1'));
-  await someoneWaits(api.db.sql);
+  await someoneWaits(api.database.sql);
   const gaveUp = new AbortController();
   const late = t.rejects(limiter.decide(anonymous('192.0.2.99'), gaveUp.signal), /stopped waiting/);
   const onTime = limiter.decide(anonymous('192.0.2.98'), new AbortController().signal);
@@ -219,17 +219,17 @@ t.test('a decision whose caller stopped waiting is never sent: nothing charged, 
   await row.unlock();
   await Promise.all([first, second, late]);
   t.equal((await onTime).outcome, 'ok', 'a decision still awaited is sent');
-  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.99'), 0);
-  t.equal(await liveLeases(api.db.sql, 'ip:192.0.2.99'), 0);
-  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.98'), 1);
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.99'), 0);
+  t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.99'), 0);
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.98'), 1);
 });
 
 t.test('a request answered 503 while its decision waited to be sent is never charged', async (t) => {
   const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
   t.equal((await api.request('/v1')).status, 200); // the row of 192.0.2.1 now exists
-  const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
+  const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
   const stuck = api.request('/v1'); // its statement waits on the lock
-  await someoneWaits(api.db.sql);
+  await someoneWaits(api.database.sql);
   const behind = api.request('/v1', { address: '192.0.2.2' }); // sent, and waits behind it on the connection
   await nextTurn();
   await nextTurn();
@@ -238,18 +238,18 @@ t.test('a request answered 503 while its decision waited to be sent is never cha
   t.equal((await behind).status, 503);
   t.equal((await stuck).status, 503);
   await row.unlock();
-  await until(async () => (await chargedUnits(api.db.sql, 'ip:192.0.2.2')) >= 1);
-  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.1'), 2, 'the decisions already sent were made');
-  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.2'), 1);
+  await until(async () => (await chargedUnits(api.database.sql, 'ip:192.0.2.2')) >= 1);
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.1'), 2, 'the decisions already sent were made');
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.2'), 1);
   t.equal((await api.request('/v1', { address: '192.0.2.4' })).status, 200, 'the limiter goes on');
-  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.3'), 0, 'the one not yet sent never was');
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.3'), 0, 'the one not yet sent never was');
 });
 
 t.test('batches from many instances lock in one order: no deadlock, nothing lost', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 1_000_000, 60, 1000);
   // Eight instances, each deciding and releasing for the same 30 clients in a different order, at once.
-  const instances = Array.from({ length: 8 }, () => databaseLimiter(api.db.sql, 30));
+  const instances = Array.from({ length: 8 }, () => databaseLimiter(api.database.sql, 30));
   const clients = Array.from({ length: 30 }, (_, i) => `203.0.113.${i}`);
   await Promise.all(
     instances.map(async (limiter, n) => {
@@ -260,9 +260,9 @@ t.test('batches from many instances lock in one order: no deadlock, nothing lost
       }
     }),
   );
-  const [row] = await api.db.sql`select sum(used)::int as units, count(*)::int as subjects from rate_windows`;
+  const [row] = await api.database.sql`select sum(used)::int as units, count(*)::int as subjects from rate_windows`;
   t.same(row, { units: 8 * 5 * 30, subjects: 30 }, 'every request charged exactly once');
-  t.equal(await liveLeases(api.db.sql), 0, 'every lease released');
+  t.equal(await liveLeases(api.database.sql), 0, 'every lease released');
 });
 
 /** Holds the event loop for `ms`, as a long synchronous task or a paused machine would. */
@@ -275,7 +275,7 @@ t.test('an answer that came while the process was held up past the timeout is us
   const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
   t.equal((await api.request('/v1')).status, 200); // the client's row now exists
   // The row's lock ends on the database's own timer, 400 ms after it was taken, with no help from this process.
-  const row = await holdLock(t, api.db.url, async (sql) => {
+  const row = await holdLock(t, api.database.url, async (sql) => {
     await sql`set idle_in_transaction_session_timeout = 400`;
     await sql`select subject from rate_windows where subject = 'ip:192.0.2.1' for update`;
   });
@@ -291,13 +291,13 @@ t.test('a lease granted after its request was answered 503 is given back', async
   const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
   await api.setTier('anonymous', 100, 60, 1);
   t.equal((await api.request('/v1')).status, 200); // the client's row now exists
-  const row = await lockRow(t, api.db.url, 'ip:192.0.2.1');
+  const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
   const late = await api.request('/v1');
   t.equal(late.status, 503, 'the decision waits on the lock past the timeout');
   await row.unlock(); // the decision is then made: charged, with a lease
-  await until(async () => (await chargedUnits(api.db.sql, 'ip:192.0.2.1')) >= 2);
-  t.equal(await chargedUnits(api.db.sql, 'ip:192.0.2.1'), 2);
-  await until(async () => (await liveLeases(api.db.sql)) === 0);
-  t.equal(await liveLeases(api.db.sql), 0, 'its lease is released');
+  await until(async () => (await chargedUnits(api.database.sql, 'ip:192.0.2.1')) >= 2);
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.1'), 2);
+  await until(async () => (await liveLeases(api.database.sql)) === 0);
+  t.equal(await liveLeases(api.database.sql), 0, 'its lease is released');
   t.equal((await api.request('/v1')).status, 200, 'the cap of one is free for the next request');
 });

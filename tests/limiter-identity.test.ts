@@ -170,7 +170,7 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
   t.equal((await proxied.request('/v1', viaProxy('2001:db8:5:6:ffff::3'))).status, 429, 'the same /64 through either proxy');
 
   // A malformed entry from a trusted proxy: a 400 naming the header, charged to nobody.
-  const before = await proxied.db.sql`select subject, used from rate_windows order by subject`;
+  const before = await proxied.database.sql`select subject, used from rate_windows order by subject`;
   for (const junk of ['not-an-ip', '198.51.100.9, 300.1.1.1', '198.51.100.9:4711', 'unknown']) {
     const res = await proxied.request('/v1', viaProxy(junk));
     t.equal(res.status, 400, junk);
@@ -179,7 +179,7 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
     t.equal(problem.code, 'invalid_parameter');
     t.equal(problem.invalid_params[0].name, 'X-Forwarded-For');
   }
-  t.same(await proxied.db.sql`select subject, used from rate_windows order by subject`, before, 'no row of rate_windows changed');
+  t.same(await proxied.database.sql`select subject, used from rate_windows order by subject`, before, 'no row of rate_windows changed');
   t.notOk((await chargedSubjects(proxied)).includes('ip:10.0.0.1'), 'the proxy address has no bucket');
 
   const hops = await limitedApp(t, { env: { TRUST_PROXY: '2' } });
@@ -191,7 +191,7 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
 
 /** The subjects that have a rate window: who has been charged. */
 async function chargedSubjects(api: LimitedApp): Promise<string[]> {
-  const rows = await api.db.sql`select subject from rate_windows order by subject`;
+  const rows = await api.database.sql`select subject from rate_windows order by subject`;
   return rows.map((row) => row.subject as string);
 }
 

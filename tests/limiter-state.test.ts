@@ -8,7 +8,7 @@ const ONE = '/v1/products?count=none&limit=20';
 t.test('within allowance: served, Remaining decreases, every header present', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 5, 10, 4);
-  const before = Math.floor(await dbNow(api.db));
+  const before = Math.floor(await dbNow(api.database));
   for (let i = 1; i <= 5; i++) {
     const res = await api.request(i % 2 ? '/v1' : ONE);
     t.equal(res.status, 200);
@@ -36,7 +36,7 @@ t.test('within allowance → exceeded: 429 with Retry-After and a problem body',
   const h = limits(res);
   t.equal(h.limit, 3);
   t.equal(h.remaining, 0);
-  const now = Math.floor(await dbNow(api.db));
+  const now = Math.floor(await dbNow(api.database));
   t.ok(h.retryAfter! >= 1 && h.retryAfter! <= 12, `retry-after ${h.retryAfter}`);
   t.ok(Math.abs(h.reset - h.retryAfter! - now) <= 1, 'Retry-After = Reset - now: it never points past Reset');
   t.ok(res.headers.get('ratelimit-policy'));
@@ -56,7 +56,7 @@ t.test('exceeded: further requests are declined and use up nothing, whatever els
     t.equal(h.remaining, 0);
     t.ok(h.reset <= first.reset, 'declined requests do not push Reset later');
   }
-  t.equal(await chargedUnits(api.db.sql), 2, 'only the two served requests were charged');
+  t.equal(await chargedUnits(api.database.sql), 2, 'only the two served requests were charged');
 });
 
 t.test('exceeded → within allowance when the clock reaches Reset', async (t) => {
@@ -65,7 +65,7 @@ t.test('exceeded → within allowance when the clock reaches Reset', async (t) =
   // Both units in one 1-second bucket (a 10 s window), so they leave together at Reset: the clock is
   // moved to just after a whole second first. Two requests straddling a second boundary would leave one
   // by one, and then only one unit is back at the 429's Reset (when this request's cost first fits).
-  const now = await dbNow(api.db);
+  const now = await dbNow(api.database);
   api.clock = Math.ceil(now) + 0.05 - now;
   await api.request('/v1');
   await api.request('/v1');
@@ -73,10 +73,10 @@ t.test('exceeded → within allowance when the clock reaches Reset', async (t) =
   t.equal(declined.status, 429);
   const { reset } = limits(declined);
   // Just before Reset: still exceeded.
-  api.clock = reset - 0.8 - (await dbNow(api.db));
+  api.clock = reset - 0.8 - (await dbNow(api.database));
   t.equal((await api.request('/v1')).status, 429, 'before Reset: declined');
   // At Reset: restored.
-  api.clock = reset - (await dbNow(api.db));
+  api.clock = reset - (await dbNow(api.database));
   const res = await api.request('/v1');
   t.equal(res.status, 200, 'at Reset: served');
   t.equal(limits(res).remaining, 1, 'the whole allowance was back; this request used one unit');
@@ -90,10 +90,10 @@ t.test('a success says when the whole allowance is back, and it is', async (t) =
   await api.request('/v1');
   const last = limits(await api.request('/v1'));
   t.equal(last.remaining, 1);
-  api.clock = last.reset - (await dbNow(api.db)) - 0.8;
+  api.clock = last.reset - (await dbNow(api.database)) - 0.8;
   // Before Reset the first unit is gone, the two later ones still count.
   t.equal(limits(await api.request('/v1')).remaining, 1, 'before Reset, the later units still count');
-  api.clock = last.reset - (await dbNow(api.db)) + 0.01;
+  api.clock = last.reset - (await dbNow(api.database)) + 0.01;
   // The request just above (sent at Reset - 0.8) counts on; everything before it is back.
   t.equal(limits(await api.request('/v1')).remaining, 2);
 });
@@ -101,7 +101,7 @@ t.test('a success says when the whole allowance is back, and it is', async (t) =
 t.test('a sliding window, not a fixed one: units leave one bucket at a time', async (t) => {
   const api = await limitedApp(t);
   await api.setTier('anonymous', 3, 4, 4);
-  const start = await dbNow(api.db);
+  const start = await dbNow(api.database);
   api.clock = Math.ceil(start) + 0.05 - start; // at the start of a second
   t.equal((await api.request('/v1')).status, 200);
   api.clock += 2;
@@ -156,7 +156,7 @@ t.test('health, readiness and admin are not rate limited', async (t) => {
 t.test("readiness needs the limiter's connection too: without it, /readyz is 503 while /healthz stays 200", async (t) => {
   const api = await limitedApp(t);
   t.equal((await api.request('/readyz')).status, 200);
-  await api.db.limiter.sql.end();
+  await api.database.limiter.sql.end();
   const res = await api.request('/readyz');
   t.equal(res.status, 503);
   t.equal((await res.json()).code, 'unavailable');

@@ -5,8 +5,8 @@ import { testApp } from './helpers/app.ts';
 const SIZE = 230;
 
 t.test('offset and page chunks', async (t) => {
-  const { json, request, db } = await testApp(t, { seed: { products: SIZE } });
-  const ids = (await db.sql`select id from products order by id`).map((row) => Number(row.id));
+  const { json, request, database } = await testApp(t, { seed: { products: SIZE } });
+  const ids = (await database.sql`select id from products order by id`).map((row) => Number(row.id));
 
   t.test('defaults: the first chunk of the default variant, limit 20, offset 0, exact size', async (t) => {
     const { status, body, headers } = await json('/v1/products');
@@ -113,7 +113,7 @@ t.test('offset and page chunks', async (t) => {
   });
 
   t.test('filters and sort select and order items, and every link carries them', async (t) => {
-    const rows = await db.sql`
+    const rows = await database.sql`
       select id from products where category in ('books', 'toys') and price_cents >= 5000
       order by price_cents desc, id desc`;
     const expected = rows.map((row) => Number(row.id));
@@ -127,7 +127,7 @@ t.test('offset and page chunks', async (t) => {
   });
 
   t.test('filter operators', async (t) => {
-    const [{ name, price }] = (await db.sql`select name, price_cents as price from products where id = 17`) as any;
+    const [{ name, price }] = (await database.sql`select name, price_cents as price from products where id = 17`) as any;
     const cases: [string, string][] = [
       [`name=${encodeURIComponent(name)}`, `name = '${name.replace(/'/g, "''")}'`],
       [`name[prefix]=Amber`, `name like 'Amber%'`],
@@ -138,7 +138,7 @@ t.test('offset and page chunks', async (t) => {
       [`category=books`, `category = 'books'`],
     ];
     for (const [query, where] of cases) {
-      const expected = (await db.sql.unsafe(`select count(*) as n from products where ${where}`))[0]!.n;
+      const expected = (await database.sql.unsafe(`select count(*) as n from products where ${where}`))[0]!.n;
       const { status, body } = await json(`/v1/products?limit=1&${query}`);
       t.equal(status, 200, query);
       t.equal(body.size, Number(expected), query);
@@ -146,7 +146,7 @@ t.test('offset and page chunks', async (t) => {
   });
 
   t.test('prefix treats % and _ literally; + means a space', async (t) => {
-    await db.sql`insert into products (name, category, price_cents) values ('50% off', 'x', 1), ('50_ off', 'x', 1), ('a b', 'x', 1)`;
+    await database.sql`insert into products (name, category, price_cents) values ('50% off', 'x', 1), ('50_ off', 'x', 1), ('a b', 'x', 1)`;
     t.equal((await json('/v1/products?name[prefix]=50%25')).body.size, 1);
     t.equal((await json('/v1/products?name[prefix]=50_')).body.size, 1);
     t.equal((await json('/v1/products?name=a+b')).body.size, 1);
@@ -162,7 +162,7 @@ t.test('offset and page chunks', async (t) => {
       }
       const column = { name: 'name', priceCents: 'price_cents', createdAt: 'created_at', id: 'id' }[sort.replace('-', '')]!;
       const dir = sort.startsWith('-') ? 'desc' : 'asc';
-      const rows = await db.sql.unsafe(`select id from products order by ${column} ${dir}, id ${dir} limit 100`);
+      const rows = await database.sql.unsafe(`select id from products order by ${column} ${dir}, id ${dir} limit 100`);
       t.same(body.products.map((p: any) => p.id), rows.map((r) => Number(r.id)), sort);
     }
   });

@@ -177,7 +177,7 @@ t.test('the service serves the swapped table, with statements prepared before th
   const app = await testApp(t, { seed: { products: 50 } });
   const first = await app.json('/v1/products?count=exact');
   t.equal(first.status, 200);
-  await seedTable(app.db.sql, 'products', 7);
+  await seedTable(app.database.sql, 'products', 7);
   const second = await app.json('/v1/products?count=exact');
   t.equal(second.status, 200, JSON.stringify(second.body));
   t.same(second.body.products.map((item: { id: number }) => item.id), [1, 2, 3, 4, 5, 6, 7], 'the new rows');

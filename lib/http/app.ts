@@ -47,9 +47,9 @@ export function buildApp(deps: AppDeps): Hono {
     const limiter = rateLimiter({ sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log }, deps.rateLimit);
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
-  app.post('/v1/keys', limitBody(), issueKeyHandler(database.db));
+  app.post('/v1/keys', limitBody(), issueKeyHandler(database.drizzle));
   app.all('/v1/keys', methodNotAllowed('POST'));
-  if (config.adminToken) app.route('/admin', adminRoutes(database.db, config.adminToken));
+  if (config.adminToken) app.route('/admin', adminRoutes(database.drizzle, config.adminToken));
 
   app.get('/v1', (c) => {
     const base = `${baseUrl(c.req.raw, config, socketAddress(c))}/v1`;

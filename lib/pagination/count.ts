@@ -15,13 +15,6 @@ export function parseCountMode(params: QueryParams): CountMode {
   return value;
 }
 
-/** PostgreSQL counts are bigints and arrive as strings: the one place they become numbers. */
-export function toCount(value: unknown): number {
-  const n = typeof value === 'number' ? value : Number(String(value));
-  if (!Number.isFinite(n) || n < 0) throw new Error(`Unexpected count: ${String(value)}`);
-  return Math.round(n);
-}
-
 export async function countItems(
   database: Database,
   collection: Collection,
@@ -29,14 +22,14 @@ export async function countItems(
   mode: CountMode,
 ): Promise<number | undefined> {
   if (mode === 'none') return undefined;
-  const { db, sql: client } = database;
+  const { drizzle, sql: client } = database;
   if (mode === 'exact') {
-    const [row] = await db.select({ n: sql`count(*)` }).from(collection.table).where(where);
-    return toCount(row?.n);
+    const [row] = await drizzle.select({ n: sql<number>`count(*)` }).from(collection.table).where(where);
+    return row?.n ?? 0;
   }
   // The planner's row estimate for the same WHERE: fast at any size (PostgREST's "planned" count).
-  const query = db.select({ one: sql`1` }).from(collection.table).where(where).toSQL();
+  const query = drizzle.select({ one: sql`1` }).from(collection.table).where(where).toSQL();
   const [row] = await client.unsafe(`explain (format json) ${query.sql}`, query.params as never[]);
   const plan = (row?.['QUERY PLAN'] as [{ Plan: { 'Plan Rows': number } }] | undefined)?.[0]?.Plan;
-  return toCount(plan?.['Plan Rows'] ?? 0);
+  return Math.round(plan?.['Plan Rows'] ?? 0);
 }

@@ -95,7 +95,7 @@ export function keysetQuery(
   keys: readonly SortKey[],
   pageSize: number,
 ) {
-  return database.db
+  return database.drizzle
     .select(collection.selection)
     .from(collection.table)
     .where(and(...where))

@@ -30,7 +30,7 @@ export async function fetchPositional(
   // Skip rows in an inner query over raw columns, and format only the chunk's rows outside it:
   // otherwise PostgreSQL formats every skipped row's timestamps too (4x slower at offset 900,000).
   const raw = Object.fromEntries([...collection.fields].map(([name, field]) => [name, field.column]));
-  const chunk = database.db
+  const chunk = database.drizzle
     .select(raw)
     .from(collection.table)
     .where(where)
@@ -45,7 +45,7 @@ export async function fetchPositional(
       field.type === 'timestamp' ? timestampText(columns[name]!).as(name) : columns[name]!,
     ]),
   );
-  const rows = database.db
+  const rows = database.drizzle
     .select(selection)
     .from(chunk)
     .orderBy(...sort.map((key) => (key.descending ? desc(columns[key.field]!) : asc(columns[key.field]!))));

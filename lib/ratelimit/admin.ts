@@ -3,7 +3,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { Hono, type MiddlewareHandler } from 'hono';
 import * as v from 'valibot';
-import type { Db } from '../../db/client.ts';
+import type { Drizzle } from '../../db/client.ts';
 import { apiKeys, rateTiers } from '../../db/schema.ts';
 import { bearerToken, digest } from '../http/bearer.ts';
 import { limitBody, readJson, validate } from '../http/body.ts';
@@ -68,12 +68,12 @@ const keyColumns = {
  * The /admin routes. Every change is a plain write to the tables that each rate-limit decision reads
  * in its one statement, so every instance applies it from its next request on.
  */
-export function adminRoutes(db: Db, adminToken: string): Hono {
+export function adminRoutes(drizzle: Drizzle, adminToken: string): Hono {
   const admin = new Hono();
   admin.use('*', requireToken(adminToken), limitBody());
 
   admin.get('/tiers', async (c) => {
-    const tiers = await db.select(tierColumns).from(rateTiers).orderBy(asc(rateTiers.allowance), asc(rateTiers.name));
+    const tiers = await drizzle.select(tierColumns).from(rateTiers).orderBy(asc(rateTiers.allowance), asc(rateTiers.name));
     return c.json({ tiers });
   });
 
@@ -81,7 +81,7 @@ export function adminRoutes(db: Db, adminToken: string): Hono {
     const { name } = validate(tierParams, c.req.param());
     const tier = await readJson(c, tierBody);
     const values = { allowance: tier.limit, windowSeconds: tier.windowSeconds, concurrency: tier.concurrency };
-    const [row] = await db
+    const [row] = await drizzle
       .insert(rateTiers)
       .values({ name, ...values })
       .onConflictDoUpdate({ target: rateTiers.name, set: values })
@@ -92,9 +92,9 @@ export function adminRoutes(db: Db, adminToken: string): Hono {
   admin.patch('/keys/:id', async (c) => {
     const { id } = validate(keyParams, c.req.param());
     const { tier: tierName } = await readJson(c, keyBody);
-    const [known] = await db.select({ name: rateTiers.name }).from(rateTiers).where(eq(rateTiers.name, tierName));
+    const [known] = await drizzle.select({ name: rateTiers.name }).from(rateTiers).where(eq(rateTiers.name, tierName));
     if (!known) throw invalidParameter('tier', `names no tier: ${tierName}`);
-    const [key] = await db
+    const [key] = await drizzle
       .update(apiKeys)
       .set({ tier: tierName })
       .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
@@ -105,7 +105,7 @@ export function adminRoutes(db: Db, adminToken: string): Hono {
 
   admin.delete('/keys/:id', async (c) => {
     const { id } = validate(keyParams, c.req.param());
-    const [key] = await db
+    const [key] = await drizzle
       .update(apiKeys)
       .set({ revokedAt: sqlNow })
       .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))

@@ -5,6 +5,6 @@ import type { Sql } from 'postgres';
 /** Removes the rows of subjects quiet for a minute; -1 when another instance holds the lock. */
 export async function housekeep(sql: Sql, clockOffset = 0): Promise<number> {
   const [row] = await sql`select rate_housekeep(${clockOffset}) as removed`;
-  return Number(row?.removed ?? 0);
+  return (row?.removed as number | undefined) ?? 0;
 }
 

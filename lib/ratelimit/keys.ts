@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import type { Db } from '../../db/client.ts';
+import type { Drizzle } from '../../db/client.ts';
 import { apiKeys } from '../../db/schema.ts';
 import { printable, readJson } from '../http/body.ts';
 import { hashKey, KEY_PREFIX } from './identity.ts';
@@ -24,12 +24,12 @@ export function generateKey(): string {
   return `${KEY_PREFIX}${randomBytes(24).toString('base64url')}`;
 }
 
-export function issueKeyHandler(db: Db) {
+export function issueKeyHandler(drizzle: Drizzle) {
   return async function issueKey(c: Context): Promise<Response> {
     const { name } = await readJson(c, issueBody, {});
     const key = generateKey();
     const id = `key_${randomBytes(9).toString('base64url')}`;
-    await db.insert(apiKeys).values({
+    await drizzle.insert(apiKeys).values({
       id,
       keyHash: hashKey(key),
       prefix: key.slice(0, KEY_PREFIX.length + 6),

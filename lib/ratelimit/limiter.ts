@@ -278,7 +278,6 @@ function answers(rows: readonly Record<string, unknown>[], decisions: number): b
 }
 
 function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
-  // bigint columns arrive as strings; all of them are far below 2^53.
   return {
     outcome: row.outcome as Outcome,
     subject: row.subject as string,
@@ -286,10 +285,10 @@ function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
     keyId: (row.key_id as string | null) ?? undefined,
     allowance: row.allowance as number,
     windowSeconds: row.window_seconds as number,
-    remaining: Number(row.remaining),
-    reset: Number(row.reset),
-    retryAfter: Number(row.retry_after),
-    now: Number(row.now_second),
+    remaining: row.remaining as number,
+    reset: row.reset as number,
+    retryAfter: row.retry_after as number,
+    now: row.now_second as number,
     lease:
       row.lease_slot === null
         ? undefined

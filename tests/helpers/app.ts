@@ -9,7 +9,7 @@ import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 
 export interface TestApp {
   readonly app: Hono;
-  readonly db: TestDatabase;
+  readonly database: TestDatabase;
   readonly config: Config;
   /** GET (by default) a path on http://test.local; returns the response. */
   request(path: string, init?: RequestInit): Promise<Response>;
@@ -21,17 +21,17 @@ export async function testApp(
   t: { teardown(fn: () => unknown): void },
   options: { seed?: SeedSizes; env?: Record<string, string> } = {},
 ): Promise<TestApp> {
-  const db = await testDatabase(t);
+  const database = await testDatabase(t);
   for (const [table, count] of Object.entries(options.seed ?? {})) {
-    if (count) await seedTable(db.sql, table as SeedTable, count);
+    if (count) await seedTable(database.sql, table as SeedTable, count);
   }
   const config = parseConfig(options.env ?? {});
-  const cursorSecret = await loadCursorSecret(db.db, config.cursorSecret);
-  const app = buildApp({ database: db, config, registry: demoRegistry(), cursorSecret, log: () => {} });
+  const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
+  const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, log: () => {} });
   const request = async (path: string, init?: RequestInit) => app.request(`http://test.local${path}`, init);
   return {
     app,
-    db,
+    database,
     config,
     request,
     async json(path, init) {

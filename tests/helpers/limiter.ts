@@ -12,7 +12,7 @@ export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
 
 export interface LimitedApp {
   readonly app: Hono;
-  readonly db: TestDatabase;
+  readonly database: TestDatabase;
   readonly config: Config;
   /** Seconds the database clock is moved forward for the limiter; tests move it instead of sleeping. */
   clock: number;
@@ -26,14 +26,14 @@ export async function limitedApp(
   t: { teardown(fn: () => unknown): void },
   options: { env?: Record<string, string>; limiter?: LimiterOptions; products?: number } = {},
 ): Promise<LimitedApp> {
-  const db = await testDatabase(t);
-  await seedTable(db.sql, 'products', options.products ?? 50);
+  const database = await testDatabase(t);
+  await seedTable(database.sql, 'products', options.products ?? 50);
   const config = parseConfig({ ADMIN_TOKEN, ...options.env });
   const state = {
     clock: 0,
   } as LimitedApp;
   const app = buildApp({
-    database: db,
+    database,
     config,
     registry: demoRegistry(),
     cursorSecret: 'x'.repeat(32),
@@ -48,7 +48,7 @@ export async function limitedApp(
   });
   return Object.assign(state, {
     app,
-    db,
+    database,
     config,
     async request(path: string, init: RequestInit & { address?: string } = {}) {
       const headers = new Headers(init.headers);
@@ -56,7 +56,7 @@ export async function limitedApp(
       return app.request(`http://test.local${path}`, { ...init, headers });
     },
     async setTier(name: string, limit: number, windowSeconds: number, concurrency = 4) {
-      await db.sql`
+      await database.sql`
         insert into rate_tiers (name, allowance, window_seconds, concurrency)
         values (${name}, ${limit}, ${windowSeconds}, ${concurrency})
         on conflict (name) do update set allowance = excluded.allowance,
@@ -77,8 +77,8 @@ export function limits(res: Response): { limit: number; remaining: number; reset
 }
 
 /** The database's clock, in Unix seconds (fractional). */
-export async function dbNow(db: TestDatabase): Promise<number> {
-  const [row] = await db.sql`select extract(epoch from clock_timestamp())::float8 as now`;
+export async function dbNow(database: TestDatabase): Promise<number> {
+  const [row] = await database.sql`select extract(epoch from clock_timestamp())::float8 as now`;
   return Number(row!.now);
 }
 

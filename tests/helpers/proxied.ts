@@ -6,7 +6,7 @@ import { startProxy, type TcpProxy } from './tcp-proxy.ts';
 
 export interface ProxiedService {
   /** The test's own clients reach the database directly, never through the proxy. */
-  readonly db: TestDatabase;
+  readonly database: TestDatabase;
   readonly proxy: TcpProxy;
   readonly server: ServerProcess;
 }
@@ -19,14 +19,14 @@ export async function proxiedService(
   t: { teardown(fn: () => unknown): void },
   options: { env?: Record<string, string>; concurrency?: number } = {},
 ): Promise<ProxiedService> {
-  const db = await testDatabase(t);
-  await seedTable(db.sql, 'products', 200);
-  await seedTable(db.sql, 'orders', 10);
-  await seedTable(db.sql, 'events', 10);
-  await db.sql`update rate_tiers set allowance = 1000000, concurrency = ${options.concurrency ?? 1000} where name = 'anonymous'`;
-  const proxy = await startProxy(t, db.url);
-  const server = await startServer(t, await freePort(), { DATABASE_URL: proxy.urlOf(db.url), ...options.env });
-  return { db, proxy, server };
+  const database = await testDatabase(t);
+  await seedTable(database.sql, 'products', 200);
+  await seedTable(database.sql, 'orders', 10);
+  await seedTable(database.sql, 'events', 10);
+  await database.sql`update rate_tiers set allowance = 1000000, concurrency = ${options.concurrency ?? 1000} where name = 'anonymous'`;
+  const proxy = await startProxy(t, database.url);
+  const server = await startServer(t, await freePort(), { DATABASE_URL: proxy.urlOf(database.url), ...options.env });
+  return { database, proxy, server };
 }
 
 export interface Sample {
