@@ -1,0 +1,84 @@
+// Requests Node's HTTP parser refuses itself are answered with problem+json too, over a real socket.
+import { connect } from 'node:net';
+import t from 'tap';
+import { testDatabase } from '../helpers/db.ts';
+import { freePort, startServer } from '../helpers/servers.ts';
+
+interface Exchange {
+  statusLine: string;
+  headers: Map<string, string>;
+  body: string;
+  /** The server closed the connection without the client ending it. */
+  closedByServer: boolean;
+}
+
+/** Sends bytes no HTTP client would send and reads until the server closes the connection. */
+function exchange(port: number, text: string, options: { end?: boolean } = {}): Promise<Exchange> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => (options.end ? socket.end(text) : socket.write(text)));
+    let raw = '';
+    const timer = setTimeout(() => reject(new Error(`No close within 5 s; got: ${raw.slice(0, 200)}`)), 5000);
+    socket.on('data', (chunk) => (raw += chunk.toString('latin1')));
+    socket.on('error', (error) => reject(new Error(`${error.message}; got: ${raw.slice(0, 200)}`)));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const split = raw.indexOf('\r\n\r\n');
+      const [statusLine = '', ...lines] = raw.slice(0, split).split('\r\n');
+      const headers = new Map(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      resolve({ statusLine, headers, body: raw.slice(split + 4), closedByServer: !options.end });
+    });
+  });
+}
+
+const db = await testDatabase(t);
+const port = await freePort();
+await startServer(t, port, { DATABASE_URL: db.url });
+
+const refused: { name: string; request: string; status: number; part: string | undefined }[] = [
+  { name: 'a control byte in the URL', request: 'GET /v1/pro\x01ducts HTTP/1.1\r\nHost: x\r\n\r\n', status: 400, part: 'url' },
+  { name: 'a bad Content-Length', request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', status: 400, part: 'Content-Length' },
+  {
+    name: 'two Content-Lengths',
+    request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab',
+    status: 400,
+    part: 'Content-Length',
+  },
+  {
+    name: 'Content-Length with Transfer-Encoding (request smuggling)',
+    request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    status: 400,
+    part: 'Transfer-Encoding',
+  },
+  { name: 'a space in a header name', request: 'GET /v1 HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n', status: 400, part: 'header' },
+  { name: 'a bad method', request: 'G@T /v1 HTTP/1.1\r\nHost: x\r\n\r\n', status: 400, part: 'method' },
+  { name: 'a bad chunk size', request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', status: 400, part: 'body' },
+  { name: 'over 16 KiB of headers', request: `GET /v1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, status: 431, part: undefined },
+];
+
+for (const { name, request, status, part } of refused) {
+  t.test(`${name}: ${status} problem+json, then the connection is closed`, async (t) => {
+    const res = await exchange(port, request);
+    t.match(res.statusLine, new RegExp(`^HTTP/1\\.1 ${status} `));
+    t.equal(res.headers.get('content-type'), 'application/problem+json');
+    t.equal(Number(res.headers.get('content-length')), Buffer.byteLength(res.body), 'the body is complete');
+    t.equal(res.headers.get('connection'), 'close');
+    t.ok(res.closedByServer, 'the server closes the connection');
+    const problem = JSON.parse(res.body);
+    t.equal(problem.status, status);
+    t.equal(problem.code, status === 431 ? 'headers_too_large' : 'invalid_parameter');
+    if (part) t.same(problem.invalid_params.map((p: { name: string }) => p.name), [part], `names the ${part}`);
+    else t.match(problem.detail, /at most 16384 bytes/);
+  });
+}
+
+t.test('a missing Host header: 400 problem+json naming it, not node:http’s empty 400', async (t) => {
+  const res = await exchange(port, 'GET /v1 HTTP/1.1\r\n\r\n', { end: true });
+  t.match(res.statusLine, /^HTTP\/1\.1 400 /);
+  t.equal(res.headers.get('content-type'), 'application/problem+json');
+  t.same(JSON.parse(res.body).invalid_params.map((p: { name: string }) => p.name), ['Host']);
+});
+
+t.test('the server still serves after all of that', async (t) => {
+  const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+  t.equal(res.status, 200);
+});

@@ -1,0 +1,76 @@
+// Configuration: parsed once, frozen; every bad value is one clear message naming the variable.
+import t from 'tap';
+import { ConfigError, parseConfig } from '../../lib/http/config.ts';
+
+t.test('defaults', async (t) => {
+  const config = parseConfig({});
+  t.same(config, {
+    port: 3000,
+    databaseUrl: undefined,
+    publicUrl: undefined,
+    trustProxy: { kind: 'none' },
+    adminToken: undefined,
+    cursorSecret: undefined,
+    shutdownTimeoutMs: 10_000,
+    statementTimeoutMs: 5000,
+    poolTimeoutMs: 2000,
+  });
+  t.ok(Object.isFrozen(config));
+});
+
+t.test('good values', async (t) => {
+  const config = parseConfig({
+    PORT: '8080',
+    DATABASE_URL: 'postgres://u@h:5432/db',
+    PUBLIC_URL: 'https://api.example.com/',
+    TRUST_PROXY: '10.0.0.0/8, 2001:db8::1, loopback',
+    ADMIN_TOKEN: 'a'.repeat(16),
+    CURSOR_SECRET: 'b'.repeat(32),
+  });
+  t.equal(config.port, 8080);
+  t.equal(config.publicUrl, 'https://api.example.com');
+  t.same(config.trustProxy, { kind: 'addresses', addresses: ['10.0.0.0/8', '2001:db8::1', 'loopback'] });
+  t.same(parseConfig({ TRUST_PROXY: '2' }).trustProxy, { kind: 'hops', hops: 2 });
+  for (const off of ['0', 'false', 'off']) t.same(parseConfig({ TRUST_PROXY: off }).trustProxy, { kind: 'none' }, off);
+  t.same(parseConfig({ TRUST_PROXY: '192.0.2.0/255.255.255.0' }).trustProxy.kind, 'addresses', 'a netmask');
+  t.equal(parseConfig({ STATEMENT_TIMEOUT_MS: '1500' }).statementTimeoutMs, 1500);
+  t.equal(parseConfig({ POOL_TIMEOUT_MS: '250' }).poolTimeoutMs, 250);
+});
+
+t.test('bad values stop start-up with a message naming the variable', async (t) => {
+  const bad: Record<string, string>[] = [
+    { PORT: 'eighty' },
+    { PORT: '70000' },
+    { PORT: '-1' },
+    { DATABASE_URL: 'not a url' },
+    { DATABASE_URL: 'mysql://h/db' },
+    { PUBLIC_URL: 'ftp://x' },
+    { TRUST_PROXY: 'perhaps' },
+    { TRUST_PROXY: '10.0.0.0/33' },
+    { TRUST_PROXY: '10.0.0.1,,10.0.0.2' },
+    { TRUST_PROXY: '17' },
+    { ADMIN_TOKEN: 'short' },
+    { CURSOR_SECRET: 'short' },
+    { SHUTDOWN_TIMEOUT_MS: '10s' },
+    { SHUTDOWN_TIMEOUT_MS: '600001' },
+    { STATEMENT_TIMEOUT_MS: '5s' },
+    { STATEMENT_TIMEOUT_MS: '0' },
+    { POOL_TIMEOUT_MS: '-1' },
+    { POOL_TIMEOUT_MS: '99' },
+  ];
+  for (const env of bad) {
+    const name = Object.keys(env)[0]!;
+    t.throws(() => parseConfig(env), ConfigError, name);
+    try {
+      parseConfig(env);
+    } catch (error) {
+      t.match((error as Error).message, new RegExp(`^Invalid ${name}: `), name);
+    }
+  }
+});
+
+t.test('TRUST_PROXY=true is refused: it would trust X-Forwarded-For from anyone; the message shows the forms', async (t) => {
+  for (const value of ['true', 'TRUE', 'yes', 'on']) {
+    t.throws(() => parseConfig({ TRUST_PROXY: value }), { name: 'ConfigError', message: /^Invalid TRUST_PROXY: .* would trust X-Forwarded-For from any client; name your proxies with a hop count .* or a comma list of proxy addresses and CIDRs/ }, value);
+  }
+});

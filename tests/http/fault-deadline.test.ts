@@ -1,0 +1,68 @@
+// Data queries have a deadline: behind a lock or on a connection that stopped answering, a request is a
+// 503 with Retry-After by the statement timeout (plus the pool timeout), and its lease is released.
+import t from 'tap';
+import { liveLeases } from '../helpers/limiter.ts';
+import { lockWaiters } from '../helpers/db.ts';
+import { proxiedService, sample, sleep } from '../helpers/proxied.ts';
+
+const env = { STATEMENT_TIMEOUT_MS: '1000', POOL_TIMEOUT_MS: '1000' };
+
+/** Resolves once `check` holds, or after `ms`. */
+async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
+  const end = performance.now() + ms;
+  while (!(await check()) && performance.now() < end) await sleep(50);
+}
+
+t.test('a query behind a table lock is a 503 with Retry-After by the statement timeout; its lease is released', async (t) => {
+  const { database, server } = await proxiedService(t, { concurrency: 1, env });
+  const lock = await database.sql.reserve();
+  t.teardown(() => lock.release());
+  await lock`begin`;
+  await lock`lock table products in access exclusive mode`;
+
+  const res = await sample(server.url, '/v1/products?count=none', 20_000);
+  const ms = Math.round(res.done - res.sent);
+  t.comment(`answered ${res.status} after ${ms} ms (statement timeout 1000 ms)`);
+  t.equal(res.status, 503);
+  t.equal(res.headers?.get('content-type'), 'application/problem+json');
+  t.equal(res.status === 503 && JSON.parse(res.body).code, 'unavailable');
+  t.equal(res.headers?.get('retry-after'), '1');
+  t.ok(ms < 4_000, `within about the statement timeout (${ms} ms)`);
+  await until(async () => (await liveLeases(database.sql)) === 0);
+  t.equal(await liveLeases(database.sql), 0, 'its lease is released');
+
+  await lock`commit`;
+  t.equal((await sample(server.url, '/v1/products?count=none')).status, 200, 'the client (cap 1) is served next');
+});
+
+t.test('a pool connection that stops answering mid-query is a 503 by the deadline', async (t) => {
+  const { database, proxy, server } = await proxiedService(t, { concurrency: 1, env });
+  t.equal((await sample(server.url, '/v1/products?count=none')).status, 200);
+  const lock = await database.sql.reserve();
+  t.teardown(() => lock.release());
+  await lock`begin`;
+  await lock`lock table products in access exclusive mode`;
+  const answer = sample(server.url, '/v1/products?count=none', 20_000);
+  await lockWaiters(database.sql, database.name, 1);
+  proxy.freeze(); // the query's answer, when it comes, is lost, and nothing tells the instance
+  await lock`commit`;
+  const frozen = await answer;
+  const ms = Math.round(frozen.done - frozen.sent);
+  t.comment(`answered ${frozen.status} after ${ms} ms (deadline: statement 1000 + pool 1000 ms)`);
+  t.equal(frozen.status, 503, 'a 503, not a hang');
+  t.equal(frozen.headers?.get('retry-after'), '1');
+  t.ok(ms < 5_000, `by the deadline (${ms} ms)`);
+
+  proxy.reset();
+  const reset = performance.now();
+  const statuses: number[] = [];
+  while (statuses.at(-1) !== 200 && performance.now() - reset < 10_000) {
+    statuses.push((await sample(server.url, '/v1/products?count=none')).status);
+    if (statuses.at(-1) !== 200) await sleep(100);
+  }
+  const recovery = Math.round(performance.now() - reset);
+  t.comment(`after the reset: ${statuses.join(' ')}`);
+  t.equal(statuses.at(-1), 200, `served again ${recovery} ms after the reset, the cap of 1 free again`);
+  t.ok(recovery <= 2_000, 'within 2 s');
+  t.equal(await liveLeases(database.sql), 0, 'no lease left');
+});

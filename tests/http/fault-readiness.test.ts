@@ -1,0 +1,49 @@
+// /readyz says whether the database answers: a pool busy with slow client queries is still ready; a
+// database that is away is not.
+import t from 'tap';
+import { lockWaiters } from '../helpers/db.ts';
+import { proxiedService, sample, sleep } from '../helpers/proxied.ts';
+
+t.test('/readyz is 200 while the pool is full of slow queries, 503 while the database is away', async (t) => {
+  const { database, proxy, server } = await proxiedService(t, { env: { STATEMENT_TIMEOUT_MS: '30000', POOL_TIMEOUT_MS: '30000' } });
+  t.equal((await sample(server.url, '/readyz')).status, 200);
+
+  // Every connection of the pool (10) waits on a lock, with more queries queued behind them.
+  const lock = await database.sql.reserve();
+  t.teardown(() => lock.release());
+  await lock`begin`;
+  await lock`lock table products in access exclusive mode`;
+  const slow = Array.from({ length: 30 }, () => sample(server.url, '/v1/products?count=none', 60_000));
+  await lockWaiters(database.sql, database.name, 10);
+  const probes = [];
+  for (let i = 0; i < 5; i++) probes.push(await sample(server.url, '/readyz'));
+  const slowest = Math.round(Math.max(...probes.map((s) => s.done - s.sent)));
+  t.comment(`/readyz with the pool full: ${probes.map((s) => s.status).join(' ')}, slowest ${slowest} ms`);
+  t.ok(probes.every((s) => s.status === 200), 'ready');
+  t.ok(slowest < 1_000, `quickly (${slowest} ms)`);
+  await lock`commit`;
+  const served = await Promise.all(slow);
+  t.ok(served.every((s) => s.status === 200), 'the slow queries are served once the lock is gone');
+
+  proxy.reset();
+  proxy.accept('refuse');
+  const refused = await sample(server.url, '/readyz');
+  t.comment(`database refusing connections: /readyz ${refused.status} in ${Math.round(refused.done - refused.sent)} ms`);
+  t.equal(refused.status, 503, 'not ready while the database refuses connections');
+  proxy.accept('blackhole');
+  const silent = await sample(server.url, '/readyz');
+  t.comment(`database not answering: /readyz ${silent.status} in ${Math.round(silent.done - silent.sent)} ms`);
+  t.equal(silent.status, 503, 'not ready while the database does not answer');
+  t.ok(silent.done - silent.sent < 4_000, 'answered by the readiness timeout');
+
+  proxy.accept('pass');
+  const back = performance.now();
+  let status = 0;
+  while (status !== 200 && performance.now() - back < 10_000) {
+    status = (await sample(server.url, '/readyz')).status;
+    if (status !== 200) await sleep(100);
+  }
+  const ms = Math.round(performance.now() - back);
+  t.equal(status, 200, `ready again ${ms} ms after the database is back`);
+  t.ok(ms <= 2_000, 'within 2 s');
+});

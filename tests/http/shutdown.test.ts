@@ -1,0 +1,186 @@
+// Graceful shutdown: on SIGTERM the server stops accepting, lets keep-alive clients move on, finishes
+// in-flight requests and exits, by a deadline whatever happens; a second signal exits at once.
+import type { ChildProcess } from 'node:child_process';
+import { Agent, request, type IncomingHttpHeaders } from 'node:http';
+import t from 'tap';
+import { seedTable } from '../../db/seed.ts';
+import { testDatabase, type TestDatabase } from '../helpers/db.ts';
+import { freePort, startServer } from '../helpers/servers.ts';
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A GET over `agent`, so that connections are reused as a real keep-alive client reuses them. */
+function get(agent: Agent, url: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The exit of `child`; a process still running after 20 s counts as never exiting. */
+function exitOf(child: ChildProcess): Promise<{ code: number | null; at: number }> {
+  return new Promise((resolve) => {
+    const never = setTimeout(() => resolve({ code: null, at: Infinity }), 20_000);
+    child.once('exit', (code) => {
+      clearTimeout(never);
+      resolve({ code, at: performance.now() });
+    });
+  });
+}
+
+async function waitFor<T>(read: () => Promise<T> | T, done: (value: T) => boolean): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const value = await read();
+    if (done(value)) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error('condition not reached in 10 s');
+}
+
+/**
+ * Holds a lock the request needs, so that it is provably in flight inside the server until
+ * `release` is called (or the test ends).
+ */
+async function holdProducts(t: { teardown(fn: () => unknown): void }, db: TestDatabase) {
+  // A fresh allowance: the address has spent its own in the tests before.
+  await db.sql`truncate rate_windows`;
+  const reserved = await db.sql.reserve();
+  await reserved`begin`;
+  await reserved`lock table products in access exclusive mode`;
+  let held = true;
+  const release = async () => {
+    if (!held) return;
+    held = false;
+    await reserved`commit`;
+    reserved.release();
+  };
+  t.teardown(release);
+  return {
+    release,
+    async untilWaiting() {
+      await waitFor(
+        () => db.sql`select count(*)::int as waiting from pg_locks where relation = 'products'::regclass and not granted`,
+        (rows) => rows[0]!.waiting > 0,
+      );
+    },
+  };
+}
+
+const db = await testDatabase(t);
+for (const table of ['products', 'orders', 'events'] as const) await seedTable(db.sql, table, 50);
+
+t.test('SIGTERM drains an in-flight request, refuses new ones, then exits 0', async (t) => {
+  const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url });
+  const exited = exitOf(child);
+  const agent = new Agent({ keepAlive: true });
+  t.teardown(() => agent.destroy());
+  t.equal((await get(agent, `${url}/healthz`)).headers.connection, 'keep-alive', 'connections are reused while serving');
+
+  const lock = await holdProducts(t, db);
+  const inFlight = get(agent, `${url}/v1/products?limit=5`);
+  await lock.untilWaiting();
+
+  child.kill('SIGTERM');
+  await waitFor(output, (text) => text.includes('SIGTERM'));
+  await t.rejects(fetch(`${url}/healthz`), 'a new connection is refused while draining');
+
+  await lock.release();
+  const res = await inFlight;
+  t.equal(res.status, 200, 'the in-flight request completes');
+  t.equal(JSON.parse(res.body).products.length, 5);
+  t.equal(res.headers.connection, 'close', 'its answer tells the keep-alive client to go elsewhere');
+  t.equal((await exited).code, 0, 'the process exits cleanly');
+});
+
+t.test('a keep-alive client sending back to back does not keep the process serving', async (t) => {
+  const { url, child } = await startServer(t, await freePort(), { DATABASE_URL: db.url });
+  const exited = exitOf(child);
+  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+  t.teardown(() => agent.destroy());
+  let signalled = false;
+  const after = { answers: 0, closing: 0, refused: 0, reset: 0 };
+  // Four connections, each sending its next request as soon as the last answer is in.
+  const client = async () => {
+    for (;;) {
+      try {
+        const res = await get(agent, `${url}/v1/products?limit=5`);
+        if (signalled) {
+          after.answers++;
+          if (res.headers.connection === 'close') after.closing++;
+        }
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (!signalled) throw error;
+        if (code === 'ECONNREFUSED') return;
+        // A request sent on a connection at the instant it was closed as idle: the keep-alive race.
+        if (code !== 'ECONNRESET') throw error;
+        after.reset++;
+      }
+    }
+  };
+  const clients = Promise.all([client(), client(), client(), client()]);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const sent = performance.now();
+  signalled = true;
+  child.kill('SIGTERM');
+  const { code, at } = await exited;
+  child.kill('SIGKILL');
+  await clients;
+  t.equal(code, 0, 'exits cleanly');
+  t.ok(at - sent < 5000, `exits well within the 10 s deadline (${Math.round(at - sent)} ms)`);
+  // The signal reaches the server a moment after `signalled` is set: an answer begun by then went out
+  // without the header, and its connection was closed once idle. So each connection has at most one
+  // answer without Connection: close and one with it.
+  t.ok(after.answers - after.closing <= 4, `at most one answer per connection without Connection: close (${after.answers - after.closing})`);
+  t.ok(after.answers <= 8, `the client moved on: ${after.answers} answers after the signal on 4 connections`);
+  t.comment(`after SIGTERM: ${after.answers} answers, ${after.reset} reset by the idle close`);
+});
+
+t.test('a request held past the deadline: connections are cut and the process exits 1 by the deadline', async (t) => {
+  const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_TIMEOUT_MS: '1500' });
+  const exited = exitOf(child);
+  const lock = await holdProducts(t, db);
+  const inFlight = fetch(`${url}/v1/products?limit=5`);
+  inFlight.catch(() => {});
+  await lock.untilWaiting();
+  const sent = performance.now();
+  child.kill('SIGTERM');
+  const { code, at } = await exited;
+  t.equal(code, 1, 'a forced exit is not a clean one');
+  t.ok(at - sent >= 1400, `not before the deadline (${Math.round(at - sent)} ms)`);
+  t.ok(at - sent < 5000, 'and soon after it');
+  t.match(output(), /Shutdown deadline of 1500 ms passed: closing 1 connection/);
+  await t.rejects(inFlight, 'the request still held is cut');
+});
+
+t.test('a second SIGTERM exits at once; a copy within half a second (what npm forwards on Ctrl-C) counts once', async (t) => {
+  const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_TIMEOUT_MS: '60000' });
+  const exited = exitOf(child);
+  const lock = await holdProducts(t, db);
+  const inFlight = fetch(`${url}/v1/products?limit=5`);
+  inFlight.catch(() => {});
+  await lock.untilWaiting();
+  // What npm does on Ctrl-C: the terminal's SIGINT and npm's forwarded copy arrive a moment apart.
+  // The copy is sent once the first is handled, so that the two are not merged into one delivery.
+  child.kill('SIGTERM');
+  await waitFor(output, (text) => text.includes('SIGTERM: finishing 1 request'));
+  child.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  t.equal(child.exitCode, null, 'the repeat did not cut the drain short');
+  const sent = performance.now();
+  child.kill('SIGTERM');
+  const { code, at } = await exited;
+  t.equal(code, 1);
+  t.ok(at - sent < 2000, `the second signal ends it at once (${Math.round(at - sent)} ms), not the 60 s deadline`);
+  t.match(output(), /SIGTERM again: closing 1 connection/);
+});

@@ -1,0 +1,177 @@
+// Start-up: the embedded default, and several instances starting at once against one fresh database.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import t from 'tap';
+import { EmbeddedError, startEmbedded } from '../../db/embedded.ts';
+import { runMigrations } from '../../db/migrate.ts';
+import { defaultSizes } from '../../db/seed.ts';
+import { serverUrl, testDatabase, urlFor } from '../helpers/db.ts';
+import { freePort, startServer } from '../helpers/servers.ts';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+/** Sends bytes that fetch would refuse to send (a bad Host header) and returns the raw response. */
+function rawRequest(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(text));
+    let out = '';
+    socket.on('data', (chunk) => (out += chunk));
+    socket.on('end', () => resolve(out));
+    socket.on('error', reject);
+  });
+}
+
+function stopServer(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    child.once('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+t.test('a bad configuration value stops start-up with one line naming it', async (t) => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', PORT: 'eighty' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  t.equal(code, 1);
+  t.equal(stderr.trim(), 'Invalid PORT: expected an integer from 0 to 65535, got "eighty"');
+});
+
+t.test('the embedded PostgreSQL starts, keeps its data across restarts, and stops', async (t) => {
+  const parent = await mkdtemp(path.join(tmpdir(), 'embedded-'));
+  await chmod(parent, 0o755); // as root, PostgreSQL runs as its own user, which must reach the folder
+  const dataDir = path.join(parent, 'pg');
+  t.teardown(() => rm(path.dirname(dataDir), { recursive: true, force: true }));
+  const first = await startEmbedded({ dataDir });
+  await runMigrations(first.url);
+  let sql = postgres(first.url, { max: 1, onnotice: () => {} });
+  await sql`insert into products (name, category, price_cents) values ('kept', 'x', 1)`;
+  await sql.end();
+  await first.stop();
+  const second = await startEmbedded({ dataDir });
+  sql = postgres(second.url, { max: 1, onnotice: () => {} });
+  const rows = await sql`select name from products`;
+  t.same(rows.map((r) => r.name), ['kept'], 'a restart finds the data again');
+  await sql.end();
+  await second.stop();
+});
+
+t.test('a port in use stops start-up with one line, not a stack trace', async (t) => {
+  const db = await testDatabase(t);
+  const taken = createServer().listen(0, '127.0.0.1');
+  await once(taken, 'listening');
+  t.teardown(() => taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), DATABASE_URL: db.url },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const [code] = await once(child, 'exit');
+  t.equal(code, 1);
+  t.equal(stderr.trim(), `Could not start: port ${port} is in use: set PORT to a free one`);
+});
+
+t.test('an embedded PostgreSQL that holds the data but does not answer: one line saying which process', async (t) => {
+  const parent = await mkdtemp(path.join(tmpdir(), 'embedded-'));
+  await chmod(parent, 0o755);
+  const dataDir = path.join(parent, 'pg');
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  const holder = await startEmbedded({ dataDir });
+  t.teardown(() => holder.stop());
+  const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  // A frozen postmaster: alive, holding the folder, answering nobody.
+  process.kill(pid, 'SIGSTOP');
+  t.teardown(() => process.kill(pid, 'SIGCONT'));
+  const error = await startEmbedded({ dataDir }).then(
+    () => undefined,
+    (error: Error) => error,
+  );
+  t.type(error, EmbeddedError);
+  t.match(error?.message, new RegExp(`^The embedded PostgreSQL data in ${dataDir} is held by process ${pid} \\(port \\d+, ready\\), which does not answer: stop that process, or set DATABASE_URL$`));
+});
+
+t.test('an embedded PostgreSQL left running by a killed process is adopted, and stopped by its adopter', async (t) => {
+  const parent = await mkdtemp(path.join(tmpdir(), 'embedded-'));
+  await chmod(parent, 0o755);
+  const dataDir = path.join(parent, 'pg');
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  const script = `import { startEmbedded } from './db/embedded.ts'; await startEmbedded({ dataDir: ${JSON.stringify(dataDir)} }); console.log('up'); setInterval(() => {}, 1000);`;
+  const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  await once(owner.stdout, 'data');
+  const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  owner.kill('SIGKILL');
+  await once(owner, 'exit');
+  t.teardown(() => {
+    try {
+      process.kill(pid, 'SIGQUIT');
+    } catch {
+      // already gone, as it should be
+    }
+  });
+  process.kill(pid, 0); // throws if the postmaster went with its owner: it must not have, that is the point
+  const lines: string[] = [];
+  const adopter = await startEmbedded({ dataDir, log: (line) => lines.push(line) });
+  t.match(lines.join('\n'), new RegExp(`left running by a process that is gone, on port \\d+ \\(process ${pid}\\).*adopted`));
+  const sql = postgres(adopter.url, { max: 1, onnotice: () => {} });
+  t.same(await sql`select 1 as one`, [{ one: 1 }], 'the adopted server answers');
+  await sql.end();
+  await adopter.stop();
+  t.throws(() => process.kill(pid, 0), 'stopping the adopter stops the orphan');
+});
+
+t.test('two instances starting at once on one fresh database migrate and seed it once', async (t) => {
+  const name = `t_${process.pid}_startup`;
+  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`drop database if exists ${name} with (force)`);
+  await admin.unsafe(`create database ${name}`);
+  const env = { DATABASE_URL: urlFor(name) };
+  t.teardown(async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+  const ports = [await freePort(), await freePort()];
+  const servers = await Promise.all(ports.map((port) => startServer(t, port, env)));
+  for (const { url } of servers) {
+    const res = await fetch(`${url}/v1/products?limit=1`);
+    t.equal(res.status, 200, `instance at ${url} serves`);
+    t.equal((await res.json()).size, defaultSizes.products, 'seeded exactly once');
+  }
+  for (const host of ['[bad', '']) {
+    const raw = await rawRequest(ports[0]!, `GET /v1/products HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    t.match(raw, /^HTTP\/1\.1 400 /, `Host: "${host}" is a 400`);
+    t.match(raw, /content-type: application\/problem\+json/i, 'with problem+json');
+  }
+  const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
+  const [migrations] = await sql`select count(*)::int as n from drizzle.__drizzle_migrations`;
+  const files = (await import('../../db/migrations/meta/_journal.json', { with: { type: 'json' } })).default.entries.length;
+  t.equal(migrations!.n, files, 'each migration applied once');
+  const [orders] = await sql`select count(*)::int as n from orders`;
+  t.equal(orders!.n, defaultSizes.orders);
+  await sql.end();
+  const codes = await Promise.all(servers.map(({ child }) => stopServer(child)));
+  t.same(codes, [0, 0], 'SIGTERM shuts both down cleanly');
+});
+
+t.test('npm start with no DATABASE_URL serves the demo collections on the embedded default', async (t) => {
+  const server = await startServer(t, await freePort(), { HOME: process.env.HOME ?? '/root' });
+  t.match(server.output(), /DATABASE_URL is not set: embedded PostgreSQL (started|already running) on port \d+.*, data in \//);
+  for (const collection of ['products', 'orders', 'events']) {
+    const res = await fetch(`${server.url}/v1/${collection}`);
+    t.equal(res.status, 200, collection);
+    t.ok(((await res.json())[collection] as unknown[]).length > 0, `${collection} has demo items`);
+  }
+  t.equal(await stopServer(server.child), 0, 'SIGTERM stops the server and the embedded PostgreSQL');
+});

@@ -1,0 +1,303 @@
+// The concurrency cap: in-flight requests per client, exact; leases left behind expire by themselves.
+import postgres from 'postgres';
+import t from 'tap';
+import { databaseLimiter, type Decision } from '../../lib/ratelimit/limiter.ts';
+import { chargedUnits, limitedApp, limits, liveLeases } from '../helpers/limiter.ts';
+
+/** An anonymous decision for `address`, as the middleware asks for it. */
+const anonymous = (address: string, clockOffset = 0) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset });
+
+/** Polls `done` every 20 ms for up to `ms`; the assertion that follows says whether it came true. */
+async function until(done: () => Promise<boolean>, ms = 2_000): Promise<void> {
+  for (let i = 0; i < ms / 20 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+/** Takes a lock (`take`, on a connection of its own, in a transaction) and holds it until `unlock()`. */
+async function holdLock(
+  t: { teardown(fn: () => unknown): void },
+  url: string,
+  take: (sql: postgres.ReservedSql) => Promise<unknown>,
+): Promise<{ sql: postgres.ReservedSql; unlock(): Promise<void> }> {
+  const locker = postgres(url, { max: 1, onnotice: () => {} });
+  t.teardown(() => locker.end({ timeout: 1 }));
+  const sql = await locker.reserve();
+  await sql`begin`;
+  await take(sql);
+  return {
+    sql,
+    async unlock() {
+      await sql`commit`;
+      sql.release();
+    },
+  };
+}
+
+/** Holds the row of `subject` locked, so that a statement deciding for it stays in flight. */
+const lockRow = (t: { teardown(fn: () => unknown): void }, url: string, subject: string) =>
+  holdLock(t, url, async (sql) => {
+    const [row] = await sql`select subject from rate_windows where subject = ${subject} for update`;
+    if (row === undefined) throw new Error(`${subject} has no row to lock`);
+  });
+
+t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases released after', async (t) => {
+  const api = await limitedApp(t);
+  await api.setTier('anonymous', 100, 60, 2);
+  // Hold the products table so that admitted requests stay in flight.
+  const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
+
+  const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
+  // Wait until both hold a lease (they are then blocked on the lock).
+  await until(async () => (await liveLeases(api.database.sql)) >= 2);
+  const declined = await Promise.all([1, 2, 3].map(() => api.request('/v1/products?count=none')));
+  for (const res of declined) {
+    t.equal(res.status, 429);
+    t.equal((await res.json()).code, 'Concurrency_limit_exceeded');
+    t.equal(res.headers.get('retry-after'), '1');
+    t.equal(limits(res).remaining, 98, 'declined requests are not charged');
+  }
+  t.equal((await api.request('/v1', { address: '192.0.2.77' })).status, 200, 'another client is not capped');
+
+  await products.unlock();
+  const served = await Promise.all(inFlight);
+  t.same(served.map((res) => res.status), [200, 200]);
+  t.equal(await liveLeases(api.database.sql), 0, 'every lease was released');
+  t.equal((await api.request('/v1/products?count=none')).status, 200, 'the cap is free again');
+});
+
+t.test('with every pool connection busy on slow data queries, the limiter still answers and declines', async (t) => {
+  const api = await limitedApp(t); // the test pool has 4 connections
+  await api.setTier('anonymous', 6, 60, 20);
+  const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
+
+  // Six admitted requests: four block on the lock, holding every pool connection; two queue for one.
+  const admitted = Array.from({ length: 6 }, () => api.request('/v1/products?count=none'));
+  // Watched from the connection that holds the lock: the pool has none to spare.
+  await until(async () => (await liveLeases(products.sql)) >= 6);
+  t.equal(await liveLeases(products.sql), 6);
+  const declined = await api.request('/v1/products?count=none');
+  t.equal(declined.status, 429, 'declined by the limiter, not a 503 from waiting for the pool');
+  t.equal((await declined.json()).code, 'Request_limit_exceeded');
+
+  await products.unlock();
+  t.same((await Promise.all(admitted)).map((res) => res.status), [200, 200, 200, 200, 200, 200]);
+});
+
+t.test('a lease that a dead instance left behind expires by itself', async (t) => {
+  const api = await limitedApp(t, { limiter: { leaseTtlSeconds: 30 } });
+  await api.setTier('anonymous', 100, 60, 1);
+  // An instance took a lease and died before releasing it.
+  t.equal((await databaseLimiter(api.database.sql, 30).decide(anonymous('192.0.2.1'))).outcome, 'ok');
+  const blocked = await api.request('/v1');
+  t.equal(blocked.status, 429);
+  t.equal((await blocked.json()).code, 'Concurrency_limit_exceeded');
+  api.clock = 29;
+  t.equal((await api.request('/v1')).status, 429, 'still counted before its TTL');
+  api.clock = 31;
+  t.equal((await api.request('/v1')).status, 200, 'expired after its TTL');
+});
+
+t.test('a cap change applies at the next request', async (t) => {
+  const api = await limitedApp(t);
+  await api.setTier('anonymous', 100, 60, 1);
+  await databaseLimiter(api.database.sql, 30).decide(anonymous('192.0.2.1'));
+  t.equal((await api.request('/v1')).status, 429);
+  await api.setTier('anonymous', 100, 60, 2);
+  t.equal((await api.request('/v1')).status, 200);
+});
+
+t.test('a late release never frees a slot that another request took after the lease expired', async (t) => {
+  const api = await limitedApp(t);
+  await api.setTier('anonymous', 100, 60, 1);
+  const limiter = databaseLimiter(api.database.sql, 30); // the client the middleware uses
+  const take = async (offset: number) => {
+    const decision = await limiter.decide(anonymous('192.0.2.1', offset));
+    t.equal(decision.outcome, 'ok');
+    return decision.lease!;
+  };
+  const first = await take(0);
+  const second = await take(31); // the first lease has expired: its slot is taken again
+  t.equal(second.slot, first.slot);
+  await limiter.release('ip:192.0.2.1', first); // the first request ends late
+  api.clock = 31;
+  t.equal((await api.request('/v1')).status, 429, 'the second lease still holds the slot');
+  await limiter.release('ip:192.0.2.1', second);
+  t.equal((await api.request('/v1')).status, 200);
+});
+
+/** A postgres.js client that counts the statements sent through it. */
+function counting(sql: postgres.Sql): { sql: postgres.Sql; statements: () => number } {
+  let statements = 0;
+  const counted = ((strings: TemplateStringsArray, ...values: unknown[]) => {
+    statements++;
+    return (sql as unknown as (s: TemplateStringsArray, ...v: unknown[]) => unknown)(strings, ...values);
+  }) as unknown as postgres.Sql;
+  return { sql: counted, statements: () => statements };
+}
+
+t.test('decisions and releases asked for together share one statement, each caller getting its own answer', async (t) => {
+  const api = await limitedApp(t);
+  const setup = databaseLimiter(api.database.sql, 30);
+  const held = await Promise.all(Array.from({ length: 10 }, (_, i) => setup.decide(anonymous(`198.51.100.${i}`))));
+  t.equal(await liveLeases(api.database.sql), 10);
+
+  const { sql, statements } = counting(api.database.sql);
+  const limiter = databaseLimiter(sql, 30);
+  // Ten requests end while twenty others (two per client of 198.51.100.0/24 and ten new ones) begin.
+  const [decisions] = await Promise.all([
+    Promise.all(Array.from({ length: 20 }, (_, i) => limiter.decide(anonymous(`198.51.100.${i}`)))),
+    Promise.all(held.map((decision) => limiter.release(decision.subject, decision.lease!))),
+  ]);
+  t.equal(statements(), 1, 'one statement for 20 decisions and 10 releases');
+  t.same(
+    decisions.map((decision: Decision) => [decision.subject, decision.outcome, decision.remaining]),
+    Array.from({ length: 20 }, (_, i) => [`ip:198.51.100.${i}`, 'ok', i < 10 ? 58 : 59]),
+    'every caller gets the decision for its own client',
+  );
+  t.equal(await liveLeases(api.database.sql), 20, 'the ten old leases were released, the twenty new ones are held');
+
+  const { sql: alone, statements: releaseStatements } = counting(api.database.sql);
+  const releaser = databaseLimiter(alone, 30);
+  await Promise.all(decisions.map((decision: Decision) => releaser.release(decision.subject, decision.lease!)));
+  t.equal(releaseStatements(), 1, '20 releases with no decision to ride with: one statement');
+  t.equal(await liveLeases(api.database.sql), 0, 'every lease was released');
+});
+
+/** Resolves once a statement of the database waits on a row lock. */
+async function someoneWaits(sql: postgres.Sql): Promise<void> {
+  const waiting = async () =>
+    (await sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)[0]!.n > 0;
+  await until(waiting, 5_000);
+  if (!(await waiting())) throw new Error('no statement started waiting on the lock');
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+t.test('two statements in flight at most: what is asked for meanwhile goes as the next statement, together', async (t) => {
+  const api = await limitedApp(t);
+  const { sql, statements } = counting(api.database.sql);
+  const limiter = databaseLimiter(sql, 30);
+  const lease = (await limiter.decide(anonymous('192.0.2.1'))).lease!; // the client's row now exists
+  const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
+  const first = limiter.decide(anonymous('192.0.2.1'));
+  await nextTurn();
+  const second = limiter.decide(anonymous('192.0.2.1'));
+  await someoneWaits(api.database.sql);
+  await nextTurn();
+  t.equal(statements(), 3, 'the second decision went out while the first waits');
+  // Five decisions and a release, each asked for in a turn of the event loop of its own.
+  const later: Promise<unknown>[] = [];
+  for (let i = 0; i < 5; i++) {
+    later.push(limiter.decide(anonymous(`192.0.2.${10 + i}`)));
+    await nextTurn();
+  }
+  later.push(limiter.release('ip:192.0.2.1', lease));
+  await nextTurn();
+  t.equal(statements(), 3, 'nothing more is sent while two statements are in flight');
+  await row.unlock();
+  t.same([(await first).outcome, (await second).outcome], ['ok', 'ok']);
+  const results = await Promise.all(later);
+  t.equal(statements(), 4, 'then the five decisions and the release go as one statement');
+  t.same(results.slice(0, 5).map((decision) => (decision as Decision).outcome), ['ok', 'ok', 'ok', 'ok', 'ok']);
+  t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.1'), 2, 'the released lease is free, the two taken after it held');
+});
+
+t.test('a decision whose caller stopped waiting is never sent: nothing charged, no lease', async (t) => {
+  const api = await limitedApp(t);
+  const limiter = databaseLimiter(api.database.sql, 30);
+  await limiter.decide(anonymous('192.0.2.1'));
+  const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
+  // Two statements wait on the lock, so the next decisions wait to be sent.
+  const first = limiter.decide(anonymous('192.0.2.1'));
+  await nextTurn();
+  const second = limiter.decide(anonymous('192.0.2.1'));
+  await someoneWaits(api.database.sql);
+  const gaveUp = new AbortController();
+  const late = t.rejects(limiter.decide(anonymous('192.0.2.99'), gaveUp.signal), /stopped waiting/);
+  const onTime = limiter.decide(anonymous('192.0.2.98'), new AbortController().signal);
+  await nextTurn();
+  gaveUp.abort(new Error('stopped waiting'));
+  await row.unlock();
+  await Promise.all([first, second, late]);
+  t.equal((await onTime).outcome, 'ok', 'a decision still awaited is sent');
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.99'), 0);
+  t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.99'), 0);
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.98'), 1);
+});
+
+t.test('a request answered 503 while its decision waited to be sent is never charged', async (t) => {
+  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  t.equal((await api.request('/v1')).status, 200); // the row of 192.0.2.1 now exists
+  const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
+  const stuck = api.request('/v1'); // its statement waits on the lock
+  await someoneWaits(api.database.sql);
+  const behind = api.request('/v1', { address: '192.0.2.2' }); // sent, and waits behind it on the connection
+  await nextTurn();
+  await nextTurn();
+  const queued = await api.request('/v1', { address: '192.0.2.3' }); // waits for one of the two to answer
+  t.equal(queued.status, 503);
+  t.equal((await behind).status, 503);
+  t.equal((await stuck).status, 503);
+  await row.unlock();
+  await until(async () => (await chargedUnits(api.database.sql, 'ip:192.0.2.2')) >= 1);
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.1'), 2, 'the decisions already sent were made');
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.2'), 1);
+  t.equal((await api.request('/v1', { address: '192.0.2.4' })).status, 200, 'the limiter goes on');
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.3'), 0, 'the one not yet sent never was');
+});
+
+t.test('batches from many instances lock in one order: no deadlock, nothing lost', async (t) => {
+  const api = await limitedApp(t);
+  await api.setTier('anonymous', 1_000_000, 60, 1000);
+  // Eight instances, each deciding and releasing for the same 30 clients in a different order, at once.
+  const instances = Array.from({ length: 8 }, () => databaseLimiter(api.database.sql, 30));
+  const clients = Array.from({ length: 30 }, (_, i) => `203.0.113.${i}`);
+  await Promise.all(
+    instances.map(async (limiter, n) => {
+      const order = n % 2 === 0 ? clients : [...clients].reverse();
+      for (let round = 0; round < 5; round++) {
+        const decisions = await Promise.all(order.map((address) => limiter.decide(anonymous(address))));
+        await Promise.all(decisions.map((decision) => limiter.release(decision.subject, decision.lease!)));
+      }
+    }),
+  );
+  const [row] = await api.database.sql`select sum(used)::int as units, count(*)::int as subjects from rate_windows`;
+  t.same(row, { units: 8 * 5 * 30, subjects: 30 }, 'every request charged exactly once');
+  t.equal(await liveLeases(api.database.sql), 0, 'every lease released');
+});
+
+/** Holds the event loop for `ms`, as a long synchronous task or a paused machine would. */
+function holdEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+t.test('an answer that came while the process was held up past the timeout is used, not a 503', async (t) => {
+  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  t.equal((await api.request('/v1')).status, 200); // the client's row now exists
+  // The row's lock ends on the database's own timer, 400 ms after it was taken, with no help from this process.
+  const row = await holdLock(t, api.database.url, async (sql) => {
+    await sql`set idle_in_transaction_session_timeout = 400`;
+    await sql`select subject from rate_windows where subject = 'ip:192.0.2.1' for update`;
+  });
+  t.teardown(() => row.sql.release());
+  const response = api.request('/v1');
+  await nextTurn();
+  await nextTurn(); // the decision is sent, and waits for the lock
+  holdEventLoop(1_000); // meanwhile the lock ends, the decision is answered, and the 200 ms timer falls due
+  t.equal((await response).status, 200);
+});
+
+t.test('a lease granted after its request was answered 503 is given back', async (t) => {
+  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  await api.setTier('anonymous', 100, 60, 1);
+  t.equal((await api.request('/v1')).status, 200); // the client's row now exists
+  const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
+  const late = await api.request('/v1');
+  t.equal(late.status, 503, 'the decision waits on the lock past the timeout');
+  await row.unlock(); // the decision is then made: charged, with a lease
+  await until(async () => (await chargedUnits(api.database.sql, 'ip:192.0.2.1')) >= 2);
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.1'), 2);
+  await until(async () => (await liveLeases(api.database.sql)) === 0);
+  t.equal(await liveLeases(api.database.sql), 0, 'its lease is released');
+  t.equal((await api.request('/v1')).status, 200, 'the cap of one is free for the next request');
+});

@@ -1,0 +1,87 @@
+// The database stopped and started again under load: quick 503s with Retry-After, no crash, served after.
+// Uses a private embedded PostgreSQL; the shared test server is never stopped.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import t from 'tap';
+import { startEmbedded } from '../../db/embedded.ts';
+import { runMigrations } from '../../db/migrate.ts';
+import { seedTable } from '../../db/seed.ts';
+import { freePort, startServer } from '../helpers/servers.ts';
+
+interface Sample {
+  readonly status: number;
+  readonly ms: number;
+  readonly retryAfter: string | null;
+}
+
+t.test('503 while the database is away, served again when it is back', async (t) => {
+  const [pgPort, appPort] = [await freePort(), await freePort()];
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'limiter-db-down-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  let pg = await startEmbedded({ dataDir, port: pgPort });
+  t.teardown(() => pg.stop());
+  await runMigrations(pg.url);
+  const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+  await seedTable(sql, 'products', 100);
+  await seedTable(sql, 'orders', 10);
+  await seedTable(sql, 'events', 10);
+  await sql`update rate_tiers set allowance = 1000000, concurrency = 1000 where name = 'anonymous'`;
+  await sql.end();
+
+  const server = await startServer(t, appPort, { DATABASE_URL: pg.url });
+  const samples: { phase: string; path: string; sample: Sample }[] = [];
+  let phase = 'up';
+  let running = true;
+  const client = async (route: string) => {
+    while (running) {
+      const started = performance.now();
+      try {
+        const res = await fetch(`${server.url}${route}`, { signal: AbortSignal.timeout(10_000) });
+        await res.arrayBuffer();
+        samples.push({ phase, path: route, sample: { status: res.status, ms: performance.now() - started, retryAfter: res.headers.get('retry-after') } });
+      } catch (error) {
+        samples.push({ phase, path: route, sample: { status: 0, ms: performance.now() - started, retryAfter: null } });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  const load = ['/v1/products?count=none', '/v1/products', '/v1', '/readyz'].map(client);
+  const waitFor = async (predicate: () => boolean, ms: number) => {
+    const deadline = performance.now() + ms;
+    while (!predicate() && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    return predicate();
+  };
+
+  t.ok(await waitFor(() => samples.filter((s) => s.sample.status === 200).length >= 20, 10_000), 'served while up');
+
+  phase = 'stopping';
+  await pg.stop();
+  phase = 'down';
+  const downStart = samples.length;
+  t.ok(await waitFor(() => samples.length - downStart >= 20, 20_000), 'answers keep coming while the database is down');
+  const down = samples.slice(downStart).filter((s) => s.phase === 'down');
+  t.ok(down.length >= 20);
+  t.ok(down.every((s) => s.sample.status === 503), `all 503: ${[...new Set(down.map((s) => s.sample.status))]}`);
+  t.ok(down.every((s) => s.sample.retryAfter === '1'), 'with Retry-After');
+  t.ok(down.every((s) => s.sample.ms < 3000), `quick: slowest ${Math.round(Math.max(...down.map((s) => s.sample.ms)))} ms`);
+  t.ok(down.some((s) => s.path === '/readyz'), '/readyz is 503 as well');
+  t.equal(server.child.exitCode, null, 'the server did not crash');
+
+  pg = await startEmbedded({ dataDir, port: pgPort });
+  phase = 'back';
+  const backStart = samples.length;
+  t.ok(
+    await waitFor(() => {
+      const back = samples.slice(backStart);
+      return ['/v1/products', '/v1', '/readyz'].every((route) => back.some((s) => s.path === route && s.sample.status === 200));
+    }, 20_000),
+    'served again once the database is back, with no restart',
+  );
+  running = false;
+  await Promise.all(load);
+  const bad = samples.filter((s) => s.sample.status === 500 || s.sample.status === 0);
+  t.same(bad, [], 'never a 500 or a dropped connection');
+  if (bad.length > 0) t.comment(server.output());
+});

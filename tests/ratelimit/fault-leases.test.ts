@@ -1,0 +1,43 @@
+// Leases of requests that ended while the database was away are released once it is back, not after
+// their TTL: a client at its concurrency cap is served again at once.
+import t from 'tap';
+import { liveLeases } from '../helpers/limiter.ts';
+import { lockWaiters } from '../helpers/db.ts';
+import { proxiedService, sample, sleep } from '../helpers/proxied.ts';
+
+t.test('a client at its cap when the database went away is served right after it is back', async (t) => {
+  const { database, proxy, server } = await proxiedService(t, { concurrency: 2, env: { STATEMENT_TIMEOUT_MS: '30000' } });
+  // The client's two requests hold its two slots: their data queries wait behind a table lock.
+  const lock = await database.sql.reserve();
+  t.teardown(() => lock.release());
+  await lock`begin`;
+  await lock`lock table products in access exclusive mode`;
+  const holding = [sample(server.url, '/v1/products?count=none'), sample(server.url, '/v1/products?count=none')];
+  await lockWaiters(database.sql, database.name, 2);
+  t.equal((await sample(server.url, '/v1')).status, 429, 'the client is at its cap');
+
+  // The database goes away while they are in flight: they end (503) and their releases fail.
+  proxy.reset();
+  proxy.accept('refuse');
+  await lock`commit`;
+  const ended = await Promise.all(holding);
+  t.same(ended.map((s) => s.status), [503, 503], 'the requests in flight are answered 503');
+  t.equal(await liveLeases(database.sql), 2, 'their leases are still held');
+  await sleep(3_000);
+
+  proxy.accept('pass');
+  const back = performance.now();
+  const statuses: number[] = [];
+  for (;;) {
+    const next = await sample(server.url, '/v1');
+    statuses.push(next.status);
+    if (next.status === 200 || performance.now() - back > 10_000) break;
+    await sleep(100);
+  }
+  const ms = Math.round(performance.now() - back);
+  t.comment(`first 200 ${ms} ms after the database is back; before it: ${statuses.slice(0, -1).join(' ') || 'none'}`);
+  t.equal(statuses.at(-1), 200, 'served again');
+  t.ok(ms <= 2_000, `within 2 s of the database being back (${ms} ms), not after the 30 s lease TTL`);
+  t.equal(await liveLeases(database.sql), 0, 'no lease left');
+  if (statuses.at(-1) !== 200) t.comment(server.output());
+});
