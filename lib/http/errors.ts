@@ -48,13 +48,15 @@ export interface ApiErrorOptions {
 
 export class ApiError extends Error {
   override name = 'ApiError';
+  readonly code: ErrorCode;
+  readonly detail: string;
+  readonly options: ApiErrorOptions;
   readonly status: number;
-  constructor(
-    readonly code: ErrorCode,
-    readonly detail: string,
-    readonly options: ApiErrorOptions = {},
-  ) {
+  constructor(code: ErrorCode, detail: string, options: ApiErrorOptions = {}) {
     super(detail);
+    this.code = code;
+    this.detail = detail;
+    this.options = options;
     this.status = errorStatus[code];
   }
 }
