@@ -11,7 +11,7 @@ import { databaseLimiter, type Decision } from './limiter.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import type { Registry } from '../pagination/registry.ts';
 import { socketAddress } from '../http/forwarding.ts';
-import { housekeep } from './housekeeping.ts';
+import { housekeeper } from './housekeeping.ts';
 import { rateLimitHeaders } from './headers.ts';
 
 export interface LimiterOptions {
@@ -50,16 +50,8 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
   const clockOffset = options.clockOffset ?? (() => 0);
   const leaseTtl = options.leaseTtlSeconds ?? 30;
   const timeoutMs = options.timeoutMs ?? 2500;
-  const housekeepingMs = options.housekeepingMs ?? 10_000;
-  // The instance's clock only schedules housekeeping; every decision uses the database clock.
-  let lastHousekeeping = performance.now();
   const limiter = databaseLimiter(deps.limiter, leaseTtl);
-
-  function offerHousekeeping(): void {
-    if (housekeepingMs <= 0 || performance.now() - lastHousekeeping < housekeepingMs) return;
-    lastHousekeeping = performance.now();
-    housekeep(sql, clockOffset()).catch(() => {}); // next time, or another instance
-  }
+  const offerHousekeeping = housekeeper(sql, options.housekeepingMs ?? 10_000, clockOffset);
 
   return async function rateLimit(c, next) {
     const registration = isRegistration(c);
