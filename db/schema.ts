@@ -92,7 +92,7 @@ export const settings = pgTable('settings', {
   value: text('value').notNull(),
 });
 
-// ---- Rate limit (SPEC.md 2.2, 3, 5, 8; API.md "Rate limit"). The decision itself is the plpgsql
+// ---- Rate limit (docs/rate-limit.md). The decision itself is the plpgsql
 // function rate_decide in the custom migration; these tables are what it reads and writes.
 
 /** Tiers: an allowance of `allowance` units per `window_seconds`, and a cap on concurrent requests. */

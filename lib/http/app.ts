@@ -42,7 +42,7 @@ export function buildApp(deps: AppDeps): Hono {
     return c.json({ status: 'ready' });
   });
 
-  // Everything under /v1 is rate-limited, errors included (API.md): the limiter comes first.
+  // Everything under /v1 is rate-limited, errors included (docs/rate-limit.md, "What is limited"): the limiter comes first.
   if (deps.rateLimit) {
     const limiter = rateLimiter({ sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log }, deps.rateLimit);
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself

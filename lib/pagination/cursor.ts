@@ -1,4 +1,4 @@
-// Cursor-based pagination (SPEC.md 2.1, 4.1): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
+// Cursor-based pagination (docs/api.md, "Keyset pagination"): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
 import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import { conflictingParameters, invalidCursor } from '../http/errors.ts';
@@ -22,7 +22,7 @@ interface CursorQuery {
 
 /**
  * The payload of this variant's cursors: `s` the sort (ending with id), `f` the filters as query
- * parameters, `k` the position. The sort and filters bind the cursor to its query (SPEC.md 2.1 rule 2).
+ * parameters, `k` the position. The sort and filters bind the cursor to its query (docs/api.md, "Cursors").
  */
 function payloadOf(collection: Collection, query: CursorQuery, item: Item): CursorPayload {
   return { v: 'cursor', c: collection.name, s: sortParam(query.keys), f: filtersPayload(query.filters), k: positionOf(item, query.keys) };
@@ -63,7 +63,7 @@ function queryOf(request: ChunkRequest): CursorQuery {
     if (params.has('sort')) {
       throw conflictingParameters(['since_id', 'sort'], 'cannot be combined; since_id returns items in ascending id order');
     }
-    // SPEC.md 4.1 rule 4: items more recent than the identifier; on this service, ascending by id.
+    // since_id: the items with a greater id, ascending by id (docs/api.md, "Keyset pagination").
     const sinceId = parseInteger('since_id', since, 0, MAX_SAFE);
     return { keys: [{ field: 'id', descending: false }], filters: request.filters, position: [sinceId], sinceId };
   }

@@ -4,12 +4,12 @@ import { createRegistry, defineCollection, type CostRule, type Registry } from '
 
 const demoPageSize = { default: 20, max: 100 } as const;
 // Skipping rows along the primary key reads the heap in order (0.1 µs a row, measured on a million
-// products); along any other index it reads the heap at random (0.6 to 1.4 µs a row): README, "Cost".
+// products); along any other index it reads the heap at random (0.6 to 1.4 µs a row): docs/rate-limit.md, "What the numbers rest on".
 function demoCost(indexed: Record<string, number>): CostRule {
   return { itemsPerUnit: 50, exactCount: 1, indexed: { id: 10_000, ...indexed } };
 }
 
-/** The demo collections of API.md. */
+/** The demo collections (docs/api.md, "Collections"). */
 export function demoRegistry(): Registry {
   return createRegistry([
     defineCollection({

@@ -60,7 +60,7 @@ function past(groups: readonly Group[]): SQL {
 /**
  * Rows strictly after `position` (one value per key) in the order of `keys`. Keys of one direction become
  * one row comparison, `(a, id) > (x, y)`, which an index on (a, id) serves. Mixed directions cannot share
- * one row comparison (NOTES.md): consecutive keys of one direction are grouped and the groups expanded,
+ * one row comparison (docs/api.md, "Keyset pagination"): consecutive keys of one direction are grouped and the groups expanded,
  * `a < x or (a = x and (b, id) > (y, z))`, with the non-strict `a <= x` in front so an index on the
  * first key still bounds the scan.
  */
@@ -138,7 +138,7 @@ function sameFilter(a: Filter, b: Filter): boolean {
 
 /**
  * The filters of a query continued by a cursor: the cursor's. Each filter sent beside it must be one of
- * them (API.md: "Filters … sent beside a cursor must equal the cursor's (absent ones are taken from it)").
+ * them (docs/api.md, "Cursors": filters sent beside a cursor must equal the cursor's; absent ones are taken from it).
  */
 export function boundFilters(collection: Collection, sent: readonly Filter[], carried: unknown): Filter[] {
   if (!Array.isArray(carried) || !carried.every((p) => Array.isArray(p) && p.length === 2 && p.every((s) => typeof s === 'string'))) {

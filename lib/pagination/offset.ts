@@ -1,4 +1,4 @@
-// Offset-based pagination (SPEC.md 2.1, 4.1): `limit` and `offset`, absolute positions.
+// Offset-based pagination (docs/api.md, "Parameters", "The chunk"): `limit` and `offset`, absolute positions.
 import { and, asc, desc } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { countItems, parseCountMode, type CountMode } from './count.ts';
@@ -74,7 +74,7 @@ export const offsetVariant: Variant = {
     const { limit, offset } = readOffset(collection, params);
     const countMode = parseCountMode(params);
     const { items, more, size } = await fetchPositional(request, offset, limit, countMode);
-    // SPEC.md 2.1 rule 1: the next offset is the current offset plus the current limit.
+    // The next offset is the current offset plus the current limit (docs/api.md, "Links").
     const links: Links = {
       self: href({ limit, offset }),
       next: more ? href({ limit, offset: offset + limit }) : undefined,

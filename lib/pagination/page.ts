@@ -1,4 +1,4 @@
-// Page-based pagination (SPEC.md 4.1): zero-based `page` and `page-size`; offset = page-size × page.
+// Page-based pagination (docs/api.md, "Parameters", "The chunk"): zero-based `page` and `page-size`; offset = page-size × page.
 import { chunkResponse } from './chunk.ts';
 import { parseCountMode } from './count.ts';
 import { invalidParameter } from '../http/errors.ts';

@@ -7,7 +7,7 @@ export type QueryParams = ReadonlyMap<string, string>;
 
 function decode(component: string, name: string): string {
   try {
-    // "+ in a query means a space" (API.md).
+    // "+" in a query means a space (docs/api.md, "Reading the query string").
     return decodeURIComponent(component.replace(/\+/g, ' '));
   } catch {
     throw invalidParameter(name, 'is not valid percent-encoding');

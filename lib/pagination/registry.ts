@@ -14,8 +14,8 @@ export interface SortKey {
 }
 
 /**
- * What a request costs, in allowance units (SPEC.md 8: "a cost weighted by the amount of data
- * queried"; lib/ratelimit/cost.ts applies it). A unit is about a millisecond of database time: one unit per
+ * What a request costs, in allowance units (docs/rate-limit.md, "Cost";
+ * lib/ratelimit/cost.ts applies it). A unit is about a millisecond of database time: one unit per
  * started `itemsPerUnit` items of the chunk, plus `exactCount` when the chunk carries an exact count,
  * plus what the sort makes PostgreSQL read before the chunk: the rows an offset skips, and the whole
  * filtered set when no index serves the sort's first key.
@@ -25,7 +25,7 @@ export interface CostRule {
   readonly exactCount: number;
   /**
    * The sort keys (and the time field) that an index on (key, id) serves, each with the number of rows
-   * an offset skips along that index per unit (measured: README, "Cost"). A key missing here has no index.
+   * an offset skips along that index per unit (measured: docs/rate-limit.md, "What the numbers rest on"). A key missing here has no index.
    */
   readonly indexed: Readonly<Record<string, number>>;
   /**

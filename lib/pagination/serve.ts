@@ -1,4 +1,4 @@
-// A collection query (SPEC.md 4.1): parse, pick the variant, validate every parameter, serve the chunk.
+// A collection query (docs/api.md, "Choosing the variant"): parse, pick the variant, validate every parameter, serve the chunk.
 import type { Database } from '../../db/client.ts';
 import type { Config } from '../http/config.ts';
 import { withTimeout } from '../http/deadline.ts';

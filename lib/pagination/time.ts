@@ -1,4 +1,4 @@
-// Time-based pagination (SPEC.md 4.1): `before` moves to older items, `after` to newer ones, by timestamp and id.
+// Time-based pagination (docs/api.md, "Keyset pagination"): `before` moves to older items, `after` to newer ones, by timestamp and id.
 import { sql, type SQL } from 'drizzle-orm';
 import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
@@ -91,7 +91,7 @@ function queryOf(request: ChunkRequest): TimeQuery {
   if (before !== undefined) return { direction: 'older', position: { t: parseTimestamp('before', before), i: '-' }, filters };
   const after = params.get('after');
   if (after !== undefined) return { direction: 'newer', position: { t: parseTimestamp('after', after), i: '+' }, filters };
-  // API.md: no before or after returns the newest items first; next moves to older ones.
+  // No before or after: the newest items first; next moves to older ones (docs/api.md, "Parameters").
   return { direction: 'older', position: null, filters };
 }
 

@@ -1,4 +1,4 @@
-// What a pagination variant is, and how a request picks one (API.md, "Choosing the variant").
+// What a pagination variant is, and how a request picks one (docs/api.md, "Choosing the variant").
 import type { Database } from '../../db/client.ts';
 import { decodeCursor, type CursorPayload } from './cursor-token.ts';
 import { conflictingParameters, invalidCursor, invalidParameter } from '../http/errors.ts';

@@ -1,4 +1,4 @@
-// The operator API (API.md, "Keys and the operator API"): tiers and keys, behind ADMIN_TOKEN.
+// The operator API (docs/api.md, "Operator API"): tiers and keys, behind ADMIN_TOKEN.
 import { timingSafeEqual } from 'node:crypto';
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { Hono, type MiddlewareHandler } from 'hono';

@@ -1,4 +1,4 @@
-// What a request costs in allowance units (SPEC.md 8: "a cost weighted by the amount of data queried").
+// What a request costs in allowance units (docs/rate-limit.md, "Cost").
 import { readQuery } from '../pagination/serve.ts';
 import { parseCountMode } from '../pagination/count.ts';
 import { ApiError } from '../http/errors.ts';
@@ -27,7 +27,7 @@ interface Reading {
  * one unit per whole `indexed[key]` rows an offset skips along the index of the order's first key, plus
  * `unindexedSort` when that key has no index.
  *
- * The allowance is charged before the request is served (API.md), so the query is read here by the same
+ * The allowance is charged before the request is served (docs/rate-limit.md, "Malformed requests cost 1"), so the query is read here by the same
  * functions the handler uses (variant, parameters, filters, sort, sizes, cursor signature): what is charged
  * is what is served, and anything the handler would refuse with a 400 costs 1 unit. It never throws but
  * for a bug. The cap at the tier's whole allowance is applied by the database, which knows the tier.

@@ -2,7 +2,7 @@
 import type { Decision } from './limiter.ts';
 
 /**
- * The headers of a rate-limited response (SPEC.md 2.2; API.md; draft-ietf-httpapi-ratelimit-headers):
+ * The headers of a rate-limited response (docs/rate-limit.md, "Headers"; draft-ietf-httpapi-ratelimit-headers):
  * X-RateLimit-* and the IETF RateLimit-Policy / RateLimit, whose `t` is the seconds until Reset.
  */
 export function rateLimitHeaders(decision: Decision): Record<string, string> {

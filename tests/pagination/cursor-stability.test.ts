@@ -1,4 +1,4 @@
-// Cursor survives concurrent writes (SPEC.md 4.1 rule 3): no repeats, no skips, nothing inserted behind it.
+// Cursor survives concurrent writes (docs/api.md, "Keyset pagination"): no repeats, no skips, nothing inserted behind it.
 import postgres from 'postgres';
 import t from 'tap';
 // mulberry32, seeded, so a failure replays.

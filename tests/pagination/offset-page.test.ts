@@ -1,4 +1,4 @@
-// Offset and page pagination: every rule of SPEC.md 2.1 / 4.1 and API.md that concerns them.
+// Offset and page pagination: every rule of docs/api.md ("Parameters", "The chunk", "Links") that concerns them.
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 

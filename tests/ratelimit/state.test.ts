@@ -1,4 +1,4 @@
-// SPEC.md section 3, row by row, on a movable database clock: within allowance, exceeded, restored.
+// The allowance's states (docs/rate-limit.md, "States"), row by row, on a movable database clock: within allowance, exceeded, restored.
 import t from 'tap';
 import { chargedUnits, dbNow, limitedApp, limits } from '../helpers/limiter.ts';
 
