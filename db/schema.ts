@@ -92,16 +92,23 @@ export const settings = pgTable('settings', {
   value: text('value').notNull(),
 });
 
-// ---- Rate limit (docs/rate-limit.md). The decision itself is the plpgsql
-// function rate_decide in the custom migration; these tables are what it reads and writes.
+// ---- Rate limit (docs/rate-limit.md, "The algorithm", "Tiers" and "In PostgreSQL"). The decision itself
+// is the plpgsql function rate_decide in the custom migration (db/migrations/0001_functions.sql, which
+// also inserts the default tiers); these tables are what it reads and writes.
 
 /** Tiers: an allowance of `allowance` units per `window_seconds`, and a cap on concurrent requests. */
-export const rateTiers = pgTable('rate_tiers', {
-  name: text('name').primaryKey(),
-  allowance: integer('allowance').notNull(),
-  windowSeconds: integer('window_seconds').notNull(),
-  concurrency: integer('concurrency').notNull(),
-});
+export const rateTiers = pgTable(
+  'rate_tiers',
+  {
+    name: text('name').primaryKey(),
+    allowance: integer('allowance').notNull(),
+    windowSeconds: integer('window_seconds').notNull(),
+    concurrency: integer('concurrency').notNull(),
+  },
+  (t) => [
+    check('rate_tiers_values_check', sql`${t.allowance} >= 1 AND ${t.windowSeconds} >= 1 AND ${t.concurrency} >= 1`),
+  ],
+);
 
 /** API keys: only a SHA-256 of the key is stored; a revoked key keeps its row (revoked_at set). */
 export const apiKeys = pgTable(
@@ -127,8 +134,8 @@ export const apiKeys = pgTable(
  * the bucketed sliding window and the concurrency leases. rate_decide reads it under a row lock and
  * writes it back with one UPDATE per batch of decisions, so a busy subject costs one row, updated in
  * place, and never a new row or index entry per request or per second. Hot rows: only the primary key
- * is indexed, and the table has fillfactor 50 (set in the custom migration), so every update is a HOT
- * update on the same page.
+ * is indexed, and the table has fillfactor 50 (set in the custom migration, 0001_functions.sql), so
+ * every update is a HOT update on the same page.
  *
  * The window: `expires[i]` (Unix seconds, database clock) is when the `units[i]` units served in the
  * i-th bucket that still counts stop counting; expiries ascend, `used` is the sum of `units`, and

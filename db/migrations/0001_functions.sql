@@ -1,14 +1,18 @@
--- Rate limit, second version: one row per subject (rate_windows) and one statement per batch of
--- decisions and lease releases. Replaces rate_counters/rate_slots (dropped in 0003) and their functions.
+-- Rate limit: what db/schema.ts cannot express (the table settings of rate_windows, the default tiers)
+-- and the plpgsql functions behind every decision (docs/rate-limit.md, "In PostgreSQL").
 
-DROP FUNCTION rate_decide(bytea, text, text, integer, integer, double precision);
---> statement-breakpoint
-DROP FUNCTION rate_release_many(text[], integer[], bigint[]);
---> statement-breakpoint
 -- Hot rows: each batch that touches a subject rewrites its row. With half of every page left free the
 -- new version goes on the same page, and as no indexed column changes it is a HOT update: no index
 -- entry, and the page prunes the old version by itself. Vacuum early: the table churns but stays small.
 ALTER TABLE "rate_windows" SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 200);
+--> statement-breakpoint
+-- The tiers that exist from the start (docs/rate-limit.md, "Tiers"): allowances grow anonymous < free < pro.
+INSERT INTO "rate_tiers" ("name", "allowance", "window_seconds", "concurrency") VALUES
+  ('anonymous', 60, 60, 4),
+  ('free', 600, 60, 8),
+  ('pro', 6000, 60, 32),
+  ('registration', 5, 3600, 2)
+ON CONFLICT ("name") DO NOTHING;
 --> statement-breakpoint
 -- A batch of rate-limit decisions, and the lease releases of requests that ended meanwhile, in one
 -- statement (one round trip for every request of the batch). An instance sends one per turn of its event
@@ -16,7 +20,7 @@ ALTER TABLE "rate_windows" SET (fillfactor = 50, autovacuum_vacuum_scale_factor 
 --
 -- Decision i is for the key whose SHA-256 (in hex) is p_key_hashes[i] (its subject is `key:<id>`, its tier the
 -- key's), or, when that is NULL or names no live key, for p_ip_subjects[i] on tier p_ip_tiers[i]; an
--- unknown or revoked key is a 401 counted against the IP (API.md). It costs p_costs[i] units, capped at
+-- unknown or revoked key is a 401 counted against the IP (docs/api.md). It costs p_costs[i] units, capped at
 -- the tier's allowance, and takes a lease of p_lease_ttl seconds (0: no concurrency cap).
 -- p_clock_offsets[i] moves the database clock for tests only; the service always passes 0.
 --
@@ -109,7 +113,7 @@ BEGIN
                              WHERE t.name = coalesce(k.tier, d.ip_tier) LIMIT 1) t ON true
     ) x
     -- Hot keys: do not wait for the WAL flush; a crash can lose the last few milliseconds of charges
-    -- and releases, nothing else (NOTES.md, "Hot rows"). Set once, before any row is written.
+    -- and releases, nothing else (docs/rate-limit.md, "In PostgreSQL"). Set once, before any row is written.
     CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
     ORDER BY x.subject COLLATE "C", x.kind, x.idx
   LOOP
@@ -154,7 +158,8 @@ BEGIN
     idx := r.idx; subject := v_subject; tier := r.tier; key_id := r.key_id;
     allowance := r.allowance; window_seconds := r.window_seconds;
     lease_slot := NULL; lease_token := NULL; retry_after := 0;
-    -- A request never costs more than its tier's whole allowance (API.md), so it always fits eventually.
+    -- A request never costs more than its tier's whole allowance, so it always fits eventually
+    -- (docs/rate-limit.md, "Cost").
     v_cost := least(greatest(r.cost, 1), r.allowance);
     v_now := extract(epoch FROM clock_timestamp()) + r.clock_offset;
     now_second := floor(v_now)::bigint;
@@ -245,7 +250,7 @@ $$;
 -- quiet (nothing counts, no live lease) for a minute, so an active client keeps its row and updates it
 -- in place. Rows a batch holds are skipped (SKIP LOCKED): housekeeping never waits and never deadlocks.
 -- The scan reads the whole table, which holds one row per subject seen in the last window and minute.
-CREATE OR REPLACE FUNCTION rate_housekeep(p_clock_offset double precision DEFAULT 0)
+CREATE FUNCTION rate_housekeep(p_clock_offset double precision DEFAULT 0)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE

@@ -1,3 +1,0 @@
-ALTER TABLE "events" ADD CONSTRAINT "events_occurred_at_rfc3339" CHECK ("events"."occurred_at" >= '0001-01-01T00:00:00Z' and "events"."occurred_at" < '10000-01-01T00:00:00Z');--> statement-breakpoint
-ALTER TABLE "orders" ADD CONSTRAINT "orders_created_at_rfc3339" CHECK ("orders"."created_at" >= '0001-01-01T00:00:00Z' and "orders"."created_at" < '10000-01-01T00:00:00Z');--> statement-breakpoint
-ALTER TABLE "products" ADD CONSTRAINT "products_created_at_rfc3339" CHECK ("products"."created_at" >= '0001-01-01T00:00:00Z' and "products"."created_at" < '10000-01-01T00:00:00Z');
