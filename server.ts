@@ -8,10 +8,10 @@ import { runMigrations } from './db/migrate.ts';
 import { defaultSizes, seedIfEmpty } from './db/seed.ts';
 import { buildApp } from './lib/http/app.ts';
 import { clientErrorHandler } from './lib/http/client-error.ts';
-import { ConfigError, parseConfig, type Config } from './lib/http/config.ts';
+import { type Config, ConfigError, parseConfig } from './lib/http/config.ts';
 import { ApiError, problemResponse } from './lib/http/errors.ts';
-import { loadCursorSecret } from './lib/pagination/cursor-secret.ts';
 import { gracefulShutdown } from './lib/http/shutdown.ts';
+import { loadCursorSecret } from './lib/pagination/cursor-secret.ts';
 import { demoRegistry } from './lib/pagination/demo-collections.ts';
 
 const log = (line: string) => console.log(line);

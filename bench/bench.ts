@@ -1,10 +1,10 @@
 // `npm run bench`: seeds 1M products into the `bench` database, starts the servers, runs every scenario, prints one table.
 import { parseArgs } from 'node:util';
-import { ensureProducts, openBenchDatabase, type BenchDatabase } from './database.ts';
-import { measure, type LoadOptions, type Measurement } from './measure.ts';
-import { startServer, type RunningServer } from './processes.ts';
-import { scenarios, servers, type Scenario } from './scenarios.ts';
-import { formatTable, type Row, type RoundsResult } from './table.ts';
+import { type BenchDatabase, ensureProducts, openBenchDatabase } from './database.ts';
+import { type LoadOptions, type Measurement, measure } from './measure.ts';
+import { type RunningServer, startServer } from './processes.ts';
+import { type Scenario, scenarios, servers } from './scenarios.ts';
+import { formatTable, type RoundsResult, type Row } from './table.ts';
 
 const PRODUCTS = 1_000_000;
 const USAGE = 'Usage: npm run bench -- [--rounds N] [--duration S] [--warmup S] [--connections N] [--only TEXT]';
@@ -96,14 +96,21 @@ async function startServers(selected: Scenario[], database: BenchDatabase, resou
  * Measures every scenario `rounds` times, one round after another, so that the machine's drift over the
  * run (here often ±20 % within minutes) falls on every row alike; each row reports its median round.
  */
-async function runScenarios(selected: Scenario[], running: Map<string, RunningServer>, database: BenchDatabase, options: BenchOptions): Promise<Row[]> {
+async function runScenarios(
+  selected: Scenario[],
+  running: Map<string, RunningServer>,
+  database: BenchDatabase,
+  options: BenchOptions,
+): Promise<Row[]> {
   const measured = new Map<Scenario, Measurement[]>(selected.map((scenario) => [scenario, []]));
   const failed = new Map<Scenario, Error>();
   for (let round = 1; round <= options.rounds; round++) {
     for (const scenario of selected) {
       if (options.signal?.aborted) break;
       if (failed.has(scenario)) continue;
-      log(`Round ${round}/${options.rounds}: "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured`);
+      log(
+        `Round ${round}/${options.rounds}: "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured`,
+      );
       const result = await measure(scenario, running.get(scenario.server)!, database, options).catch((error: Error) => error);
       if (result instanceof Error) {
         log(`  failed: ${result.message}`);

@@ -6,9 +6,9 @@ import { openDatabase } from '../db/client.ts';
 import * as schema from '../db/schema.ts';
 import { buildApp } from '../lib/http/app.ts';
 import { parseConfig } from '../lib/http/config.ts';
-import { requestCost } from '../lib/ratelimit/cost.ts';
-import { rawQueryOf } from '../lib/pagination/params.ts';
 import { demoRegistry } from '../lib/pagination/demo-collections.ts';
+import { rawQueryOf } from '../lib/pagination/params.ts';
+import { requestCost } from '../lib/ratelimit/cost.ts';
 
 const [url, ...given] = process.argv.slice(2);
 if (!url) throw new Error('Usage: tsx bench/cost-explain.ts <database url> [paths…]');

@@ -55,8 +55,14 @@ export const limiterServers: ServerVariant[] = [
  */
 function limiterRows(clients?: number): Scenario[] {
   const prefix = clients === undefined ? 'limiter: chunk' : `limiter, ${clients} clients: chunk`;
-  const keys = async ({ sql }: { sql: Sql }) => insertKeys(sql, MANY);
-  const many = async ({ sql }: { sql: Sql }) => (await insertKeys(sql, MANY), { requests: manyKeys(MANY) });
+  const keys = async ({ sql }: { sql: Sql }) => {
+    await insertKeys(sql, MANY);
+    return undefined;
+  };
+  const many = async ({ sql }: { sql: Sql }) => {
+    await insertKeys(sql, MANY);
+    return { requests: manyKeys(MANY) };
+  };
   return [
     { name: `${prefix}, limiter off`, server: 'limiter off', path: CHUNK },
     { name: `${prefix}, ours, one hot key`, server: 'service', path: CHUNK, headers: hotKey, setup: keys },

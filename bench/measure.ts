@@ -66,7 +66,10 @@ async function settle(server: RunningServer, quickMs = 200, patienceMs = 60_000)
   while (Date.now() < deadline) {
     const started = performance.now();
     const ok = await fetch(`${server.origin}${server.variant.readyPath}`, { signal: AbortSignal.timeout(10_000) })
-      .then(async (response) => (await response.arrayBuffer(), response.ok))
+      .then(async (response) => {
+        await response.arrayBuffer();
+        return response.ok;
+      })
       .catch(() => false);
     if (ok && performance.now() - started < quickMs) return;
     await new Promise((resolve) => setTimeout(resolve, 500));

@@ -1,5 +1,5 @@
 // Server processes under test: started on 127.0.0.1 ports 4300-4399, awaited until ready, always stopped.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 

@@ -26,7 +26,7 @@ export interface Scenario extends Load {
   /** The `name` of an entry in `servers`. */
   server: string;
   /** Runs after the server is up and before the warm-up; what it returns is merged into the load. */
-  setup?: (context: ScenarioContext) => Promise<Load | void>;
+  setup?: (context: ScenarioContext) => Promise<Load | undefined>;
   /** Clients sending at once (autocannon connections); default `--connections`. */
   connections?: number;
   /** The status a probe request must get before the row is measured (default 200), so a typo is not benchmarked. */
@@ -113,5 +113,6 @@ export const scenarios: Scenario[] = [
 // The rate limiter's rows (bench/limiter-scenarios.ts): the chunk with the limiter off and on, one hot key
 // and many keys, and rate-limiter-flexible's Postgres store as the peer.
 import { limiterScenarios, limiterServers } from './limiter-scenarios.ts';
+
 servers.push(...limiterServers);
 scenarios.push(...limiterScenarios);

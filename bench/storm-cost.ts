@@ -71,7 +71,9 @@ async function readyz(ms: number): Promise<Record<number, number>> {
 }
 
 const calm = await victim(5_000);
-console.log(`calm:  victim median ${median(calm.latencies).toFixed(1)} ms, p95 ${quantile(calm.latencies, 0.95).toFixed(1)} ms, ${JSON.stringify(calm.statuses)}`);
+console.log(
+  `calm:  victim median ${median(calm.latencies).toFixed(1)} ms, p95 ${quantile(calm.latencies, 0.95).toFixed(1)} ms, ${JSON.stringify(calm.statuses)}`,
+);
 
 let stop = false;
 const served: Record<string, Record<number, number>> = {};
@@ -91,7 +93,9 @@ const attackers = stormKeys.flatMap((key, i) => Array.from({ length: 8 }, () => 
 const [storm, ready] = await Promise.all([victim(seconds * 1000), readyz(seconds * 1000)]);
 stop = true;
 await Promise.all(attackers);
-console.log(`storm: victim median ${median(storm.latencies).toFixed(1)} ms, p95 ${quantile(storm.latencies, 0.95).toFixed(1)} ms, ${JSON.stringify(storm.statuses)}`);
+console.log(
+  `storm: victim median ${median(storm.latencies).toFixed(1)} ms, p95 ${quantile(storm.latencies, 0.95).toFixed(1)} ms, ${JSON.stringify(storm.statuses)}`,
+);
 console.log(`storm keys over ${seconds} s (status: count): ${JSON.stringify(served)}`);
 console.log(`/readyz during the storm: ${JSON.stringify(ready)}`);
 server.kill('SIGTERM');

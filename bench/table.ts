@@ -14,7 +14,20 @@ export interface Row {
   result: RoundsResult | Error;
 }
 
-const HEADER = ['scenario', 'server', 'req/s', 'range req/s', '× baseline', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'server µs/req', 'pg µs/req', 'loadgen µs/req'];
+const HEADER = [
+  'scenario',
+  'server',
+  'req/s',
+  'range req/s',
+  '× baseline',
+  'p50 ms',
+  'p99 ms',
+  'non-2xx',
+  'errors',
+  'server µs/req',
+  'pg µs/req',
+  'loadgen µs/req',
+];
 const RIGHT_ALIGNED = new Set(HEADER.slice(2));
 
 // Two significant digits below 1, so a row at a thousandth of the baseline does not read 0.00.
@@ -24,11 +37,25 @@ const whole = (n: number | undefined) => (n === undefined ? 'n/a' : Math.round(n
 
 function cells(row: Row, baseline: number | undefined): string[] {
   const name = row.baseline ? `${row.name} (baseline)` : row.name;
-  if (row.result instanceof Error) return [name, row.server, `failed: ${row.result.message.split('\n')[0]}`, ...HEADER.slice(3).map(() => '')];
+  if (row.result instanceof Error)
+    return [name, row.server, `failed: ${row.result.message.split('\n')[0]}`, ...HEADER.slice(3).map(() => '')];
   const m = row.result;
   const ratio = baseline ? formatRatio(m.reqPerSec / baseline) : 'n/a';
   const range = m.minReqPerSec === m.maxReqPerSec ? '' : `${whole(m.minReqPerSec)}–${whole(m.maxReqPerSec)}`;
-  return [name, row.server, whole(m.reqPerSec), range, ratio, String(m.p50), String(m.p99), whole(m.non2xx), whole(m.errors), whole(m.serverCpu), whole(m.postgresCpu), whole(m.loadCpu)];
+  return [
+    name,
+    row.server,
+    whole(m.reqPerSec),
+    range,
+    ratio,
+    String(m.p50),
+    String(m.p99),
+    whole(m.non2xx),
+    whole(m.errors),
+    whole(m.serverCpu),
+    whole(m.postgresCpu),
+    whole(m.loadCpu),
+  ];
 }
 
 function line(values: string[], widths: number[]): string {

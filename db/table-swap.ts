@@ -35,11 +35,7 @@ interface Grant {
  * the live table's lock, waits for the WAL flush of a few catalog rows only, never for the tail of the
  * load's WAL (a commit waits for its flush before it releases its locks).
  */
-export async function replaceTable(
-  sql: Sql,
-  table: string,
-  load: (sql: Sql, copy: string) => Promise<void>,
-): Promise<void> {
+export async function replaceTable(sql: Sql, table: string, load: (sql: Sql, copy: string) => Promise<void>): Promise<void> {
   // One connection throughout: the session's advisory lock makes a second replacement of the same table
   // (which would use the same staging schema) wait for this one.
   const connection = await sql.reserve();

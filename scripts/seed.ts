@@ -5,7 +5,7 @@ import cliProgress from 'cli-progress';
 import postgres from 'postgres';
 import { resolveDatabaseUrl } from '../db/embedded.ts';
 import { runMigrations } from '../db/migrate.ts';
-import { seedTable, seedTables, type SeedTable } from '../db/seed.ts';
+import { type SeedTable, seedTable, seedTables } from '../db/seed.ts';
 
 const USAGE = 'Usage: npm run seed -- [--products N] [--orders N] [--events N]   (N: a whole number of rows, 0 or more)';
 

@@ -1,7 +1,9 @@
 // `npm test`: runs tap against DATABASE_URL, or against an embedded PostgreSQL when none is set,
 // and ends with one plain summary line ("N passed, N failed").
+
 import { spawn } from 'node:child_process';
-import { startEmbedded, type EmbeddedServer } from '../db/embedded.ts';
+import { stripVTControlCharacters } from 'node:util';
+import { type EmbeddedServer, startEmbedded } from '../db/embedded.ts';
 
 let embedded: EmbeddedServer | undefined;
 if (!process.env.DATABASE_URL) {
@@ -46,7 +48,7 @@ const code = await new Promise<number>((resolve) => tap.on('close', (status) => 
 await embedded?.stop();
 
 // tap's closing line is "# { total: 30, pass: 29, fail: 1 }"; restate it plainly for CI.
-const summary = /# \{([^}]*)\}\s*$/m.exec(tail.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, ''))?.[1] ?? '';
+const summary = /# \{([^}]*)\}\s*$/m.exec(stripVTControlCharacters(tail))?.[1] ?? '';
 const count = (key: string) => Number(new RegExp(`${key}: (\\d+)`).exec(summary)?.[1] ?? 0);
 console.log(`Tests: ${count('pass')} passed, ${count('fail')} failed`);
 process.exit(code !== 0 ? code : count('pass') === 0 ? 1 : 0);

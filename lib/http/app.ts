@@ -1,17 +1,17 @@
 // The HTTP application: routes, 404/405, and the one error handler. Built per database and config.
 import { Hono } from 'hono';
 import type { Database } from '../../db/client.ts';
-import { serveCollection } from '../pagination/serve.ts';
-import type { Config } from './config.ts';
-import { adminRoutes } from '../ratelimit/admin.ts';
-import { limitBody } from './body.ts';
-import { ApiError, methodNotAllowed, onError } from './errors.ts';
-import { issueKeyHandler } from '../ratelimit/keys.ts';
-import { answeredInTime, withTimeout } from './deadline.ts';
-import { rateLimiter, type LimiterOptions } from '../ratelimit/middleware.ts';
+import { type Links, linkHeader, linksObject } from '../pagination/links.ts';
 import type { Registry } from '../pagination/registry.ts';
+import { serveCollection } from '../pagination/serve.ts';
+import { adminRoutes } from '../ratelimit/admin.ts';
+import { issueKeyHandler } from '../ratelimit/keys.ts';
+import { type LimiterOptions, rateLimiter } from '../ratelimit/middleware.ts';
+import { limitBody } from './body.ts';
+import type { Config } from './config.ts';
+import { answeredInTime, withTimeout } from './deadline.ts';
+import { ApiError, methodNotAllowed, onError } from './errors.ts';
 import { baseUrl, socketAddress } from './forwarding.ts';
-import { linkHeader, linksObject, type Links } from '../pagination/links.ts';
 
 export interface AppDeps {
   readonly database: Database;
@@ -44,7 +44,10 @@ export function buildApp(deps: AppDeps): Hono {
 
   // Everything under /v1 is rate-limited, errors included (docs/rate-limit.md, "What is limited"): the limiter comes first.
   if (deps.rateLimit) {
-    const limiter = rateLimiter({ sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log }, deps.rateLimit);
+    const limiter = rateLimiter(
+      { sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log },
+      deps.rateLimit,
+    );
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
   app.post('/v1/keys', limitBody(), issueKeyHandler(database.drizzle));

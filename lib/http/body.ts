@@ -1,8 +1,10 @@
 // Request bodies: a size limit that stops reading, and JSON checked against a valibot schema.
+
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import * as v from 'valibot';
-import { ApiError, invalidParameter, type InvalidParam } from './errors.ts';
+import { ApiError, type InvalidParam, invalidParameter } from './errors.ts';
+import { hasControlCharacter } from './text.ts';
 
 /** Every body the service takes is a small JSON object (a key's name, a tier): 4 KiB is plenty. */
 export const MAX_BODY_BYTES = 4096;
@@ -39,7 +41,9 @@ function invalidParamOf(issue: v.BaseIssue<unknown>): InvalidParam {
 function unknownKeys(schema: v.GenericSchema, input: unknown): InvalidParam[] {
   if (schema.type !== 'strict_object' || typeof input !== 'object' || input === null) return [];
   const entries = (schema as unknown as v.StrictObjectSchema<v.ObjectEntries, undefined>).entries;
-  return Object.keys(input).filter((key) => !Object.hasOwn(entries, key)).map((name) => ({ name, reason: 'is not a known field' }));
+  return Object.keys(input)
+    .filter((key) => !Object.hasOwn(entries, key))
+    .map((name) => ({ name, reason: 'is not a known field' }));
 }
 
 /** Checks a value (a parsed body, path parameters) against a schema; anything refused is a 400. */
@@ -72,5 +76,5 @@ export async function readJson<S extends v.GenericSchema>(c: Context, schema: S,
 
 /** A string without NUL (PostgreSQL text cannot hold one) or other control characters. */
 export function printable(message: string) {
-  return v.check((text: string) => !/[\u0000-\u001f\u007f]/.test(text), message);
+  return v.check((text: string) => !hasControlCharacter(text), message);
 }

@@ -1,6 +1,6 @@
 // Service configuration: the environment parsed once into a typed, frozen object.
 import proxyaddr from 'proxy-addr';
-import { type TrustProxy } from './forwarding.ts';
+import type { TrustProxy } from './forwarding.ts';
 
 export interface Config {
   readonly port: number;
@@ -55,7 +55,8 @@ function parseUrl(name: string, value: string | undefined, protocols: string[]):
   return value;
 }
 
-const TRUST_PROXY_FORMS = 'a hop count (1: the one proxy in front of every instance) or a comma list of proxy addresses and CIDRs (10.0.0.0/8, ::1, loopback)';
+const TRUST_PROXY_FORMS =
+  'a hop count (1: the one proxy in front of every instance) or a comma list of proxy addresses and CIDRs (10.0.0.0/8, ::1, loopback)';
 
 /**
  * TRUST_PROXY in proxy-addr's terms: a hop count, or the proxies' addresses and CIDRs. "true" is
@@ -65,7 +66,9 @@ const TRUST_PROXY_FORMS = 'a hop count (1: the one proxy in front of every insta
 function parseTrustProxy(value: string | undefined): TrustProxy {
   if (value === undefined || /^(false|no|off)$/i.test(value)) return { kind: 'none' };
   if (/^(true|yes|on)$/i.test(value)) {
-    throw new ConfigError(`Invalid TRUST_PROXY: "${value}" would trust X-Forwarded-For from any client; name your proxies with ${TRUST_PROXY_FORMS}`);
+    throw new ConfigError(
+      `Invalid TRUST_PROXY: "${value}" would trust X-Forwarded-For from any client; name your proxies with ${TRUST_PROXY_FORMS}`,
+    );
   }
   if (/^\d+$/.test(value)) {
     const hops = Number(value);

@@ -1,13 +1,8 @@
 // The chunk envelope every variant answers with: its own fields, the items named after the collection, links.
-import { linkHeader, linksObject, type Links } from './links.ts';
+import { type Links, linkHeader, linksObject } from './links.ts';
 
 /** A chunk: the variant's fields, then the items array named after the collection, then `_links`. */
-export function chunkResponse(
-  collection: string,
-  fields: Record<string, unknown>,
-  items: unknown[],
-  links: Links,
-): Response {
+export function chunkResponse(collection: string, fields: Record<string, unknown>, items: unknown[], links: Links): Response {
   const body = { ...fields, [collection]: items, _links: linksObject(links) };
   return new Response(JSON.stringify(body), {
     status: 200,

@@ -1,5 +1,5 @@
 // The size of a filtered collection: exact (count(*)), estimated (the planner's estimate), or none.
-import { sql, type SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.ts';
 import { invalidParameter } from '../http/errors.ts';
 import type { QueryParams } from './params.ts';

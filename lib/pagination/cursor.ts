@@ -1,14 +1,26 @@
 // Cursor-based pagination (docs/api.md, "Keyset pagination"): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
+
+import { conflictingParameters, invalidCursor } from '../http/errors.ts';
 import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
-import { conflictingParameters, invalidCursor } from '../http/errors.ts';
 import type { Filter } from './filters.ts';
-import { afterPosition, boundFilters, cursorLinks, fetchKeyset, filtersPayload, isKeyValue, parsePageSize, positionOf, type Item, type KeyValue } from './keyset.ts';
+import {
+  afterPosition,
+  boundFilters,
+  cursorLinks,
+  fetchKeyset,
+  filtersPayload,
+  type Item,
+  isKeyValue,
+  type KeyValue,
+  parsePageSize,
+  positionOf,
+} from './keyset.ts';
+import type { Links } from './links.ts';
 import { MAX_SAFE, parseInteger } from './params.ts';
-import { splitSort, type Collection, type SortKey } from './registry.ts';
+import { type Collection, type SortKey, splitSort } from './registry.ts';
 import { sortParam } from './sort.ts';
 import type { ChunkRequest, Variant } from './variants.ts';
-import { type Links } from './links.ts';
 
 /** A query of the cursor variant: its order, its filters, and the position it continues after. */
 interface CursorQuery {

@@ -1,6 +1,6 @@
 // The demo collections the service ships with: products, orders and events (docs/api.md, "Collections").
 import { events, orders, products } from '../../db/schema.ts';
-import { createRegistry, defineCollection, type CostRule, type Registry } from './registry.ts';
+import { type CostRule, createRegistry, defineCollection, type Registry } from './registry.ts';
 
 const demoPageSize = { default: 20, max: 100 } as const;
 // Skipping rows along the primary key reads the heap in order (0.1 µs a row, measured on a million

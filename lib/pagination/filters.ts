@@ -1,5 +1,5 @@
 // Filters: `{field}` and `{field}[{op}]` parameters, parsed against the registry and turned into SQL.
-import { and, eq, gt, gte, inArray, like, lt, lte, ne, sql, type SQL } from 'drizzle-orm';
+import { and, eq, gt, gte, inArray, like, lt, lte, ne, type SQL } from 'drizzle-orm';
 import { invalidParameter } from '../http/errors.ts';
 import { parseInteger, type QueryParams } from './params.ts';
 import type { Collection, Field, FilterOp } from './registry.ts';
@@ -82,14 +82,22 @@ function condition(collection: Collection, filter: Filter): SQL {
   const value = (v: string): unknown => (field.type === 'timestamp' ? timestampValue(v) : field.type === 'text' ? v : Number(v));
   const first = filter.values[0]!;
   switch (filter.op) {
-    case 'eq': return eq(column, value(first));
-    case 'ne': return ne(column, value(first));
-    case 'lt': return lt(column, value(first));
-    case 'lte': return lte(column, value(first));
-    case 'gt': return gt(column, value(first));
-    case 'gte': return gte(column, value(first));
-    case 'in': return inArray(column, filter.values.map(value));
-    case 'prefix': return like(column, `${escapeLike(first)}%`);
+    case 'eq':
+      return eq(column, value(first));
+    case 'ne':
+      return ne(column, value(first));
+    case 'lt':
+      return lt(column, value(first));
+    case 'lte':
+      return lte(column, value(first));
+    case 'gt':
+      return gt(column, value(first));
+    case 'gte':
+      return gte(column, value(first));
+    case 'in':
+      return inArray(column, filter.values.map(value));
+    case 'prefix':
+      return like(column, `${escapeLike(first)}%`);
   }
 }
 

@@ -1,15 +1,15 @@
 // What the keyset variants (cursor, time) share: the "after this position" SQL, the chunk query, bound filters, links.
-import { and, sql, type SQL } from 'drizzle-orm';
+import { and, type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.ts';
-import { encodeCursor, type CursorPayload } from './cursor-token.ts';
 import { ApiError, invalidCursor } from '../http/errors.ts';
-import { filterCondition, filterParam, parseFilters, type Filter } from './filters.ts';
+import { type CursorPayload, encodeCursor } from './cursor-token.ts';
+import { type Filter, filterCondition, filterParam, parseFilters } from './filters.ts';
+import { linkBuilder } from './links.ts';
 import { parseSize } from './params.ts';
 import type { Collection, FieldType, SortKey } from './registry.ts';
 import { orderBy } from './sort.ts';
-import type { ChunkRequest } from './variants.ts';
-import { linkBuilder } from './links.ts';
 import { isTimestampText, timestampValue } from './timestamps.ts';
+import type { ChunkRequest } from './variants.ts';
 
 /** One value of a position: a number for integer fields, text for text and timestamp fields. */
 export type KeyValue = string | number;

@@ -13,7 +13,9 @@ export function linkBuilder(collectionUrl: string, params: QueryParams) {
   const carried = [...params].filter(([name]) => !POSITION_PARAMS.has(name));
   return function href(variantParams: Record<string, string | number>): string {
     const pairs = [...Object.entries(variantParams).map(([k, v]) => [k, String(v)] as const), ...carried];
-    return pairs.length === 0 ? collectionUrl : `${collectionUrl}?${pairs.map(([k, v]) => `${encodeQueryComponent(k)}=${encodeQueryComponent(v)}`).join('&')}`;
+    return pairs.length === 0
+      ? collectionUrl
+      : `${collectionUrl}?${pairs.map(([k, v]) => `${encodeQueryComponent(k)}=${encodeQueryComponent(v)}`).join('&')}`;
   };
 }
 

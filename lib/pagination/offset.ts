@@ -1,15 +1,15 @@
 // Offset-based pagination (docs/api.md, "Parameters", "The chunk"): `limit` and `offset`, absolute positions.
 import { and, asc, desc } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
-import { countItems, parseCountMode, type CountMode } from './count.ts';
 import { chunkResponse } from './chunk.ts';
+import { type CountMode, countItems, parseCountMode } from './count.ts';
 import { filterCondition } from './filters.ts';
+import type { Links } from './links.ts';
 import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
-import { type Collection } from './registry.ts';
+import type { Collection } from './registry.ts';
 import { orderBy } from './sort.ts';
-import type { ChunkRequest, Variant } from './variants.ts';
-import { type Links } from './links.ts';
 import { timestampText } from './timestamps.ts';
+import type { ChunkRequest, Variant } from './variants.ts';
 
 export interface Positional {
   readonly items: Record<string, unknown>[];
@@ -19,12 +19,7 @@ export interface Positional {
 }
 
 /** The items at [offset, offset + limit) in the request's order, and the size in the given count mode. */
-export async function fetchPositional(
-  request: ChunkRequest,
-  offset: number,
-  limit: number,
-  countMode: CountMode,
-): Promise<Positional> {
+export async function fetchPositional(request: ChunkRequest, offset: number, limit: number, countMode: CountMode): Promise<Positional> {
   const { collection, database, filters, sort } = request;
   const where = and(filterCondition(collection, filters));
   // Skip rows in an inner query over raw columns, and format only the chunk's rows outside it:
@@ -64,7 +59,10 @@ function lastOffset(offset: number, limit: number, size: number): number {
 /** `limit` and `offset` of an offset chunk: what it serves, and what the cost rule charges for. */
 export function readOffset(collection: Collection, params: QueryParams): { limit: number; offset: number } {
   const offset = params.get('offset');
-  return { limit: parseSize(params, 'limit', collection.pageSize), offset: offset === undefined ? 0 : parseInteger('offset', offset, 0, MAX_SAFE) };
+  return {
+    limit: parseSize(params, 'limit', collection.pageSize),
+    offset: offset === undefined ? 0 : parseInteger('offset', offset, 0, MAX_SAFE),
+  };
 }
 
 export const offsetVariant: Variant = {

@@ -1,19 +1,21 @@
 // Page-based pagination (docs/api.md, "Parameters", "The chunk"): zero-based `page` and `page-size`; offset = page-size × page.
+
+import { invalidParameter } from '../http/errors.ts';
 import { chunkResponse } from './chunk.ts';
 import { parseCountMode } from './count.ts';
-import { invalidParameter } from '../http/errors.ts';
+import type { Links } from './links.ts';
 import { fetchPositional } from './offset.ts';
 import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
 import type { Collection } from './registry.ts';
 import type { Variant } from './variants.ts';
-import { type Links } from './links.ts';
 
 /** `page` and `page-size` of a page chunk (offset = page-size × page ≤ 2^53−1): what it serves and is charged for. */
 export function readPage(collection: Collection, params: QueryParams): { page: number; pageSize: number } {
   const pageSize = parseSize(params, 'page-size', collection.pageSize);
   const value = params.get('page');
   const page = value === undefined ? 0 : parseInteger('page', value, 0, MAX_SAFE);
-  if (page > Math.floor(MAX_SAFE / pageSize)) throw invalidParameter('page', `must be at most ${Math.floor(MAX_SAFE / pageSize)} with page-size ${pageSize}`);
+  if (page > Math.floor(MAX_SAFE / pageSize))
+    throw invalidParameter('page', `must be at most ${Math.floor(MAX_SAFE / pageSize)} with page-size ${pageSize}`);
   return { page, pageSize };
 }
 

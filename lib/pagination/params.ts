@@ -1,5 +1,7 @@
 // Strict parsing of a request's query string and of the values in it.
+
 import { invalidParameter } from '../http/errors.ts';
+import { hasControlCharacter } from '../http/text.ts';
 import { POSITION_PARAMS } from './variants.ts';
 
 /** The query parameters of one request, each name present at most once, values decoded. */
@@ -45,7 +47,10 @@ function tooLong(pieces: readonly [name: string, length: number][], length: numb
 export function parseQueryString(raw: string): QueryParams {
   if (raw.length > MAX_QUERY_LENGTH) {
     // A cursor is checked by its own rules (a 400 invalid_cursor); only the rest counts here.
-    const pieces = raw.split('&').filter((piece) => !piece.startsWith('cursor=')).map((piece): [string, number] => [piece.split('=')[0]!.slice(0, 100), piece.length]);
+    const pieces = raw
+      .split('&')
+      .filter((piece) => !piece.startsWith('cursor='))
+      .map((piece): [string, number] => [piece.split('=')[0]!.slice(0, 100), piece.length]);
     const length = pieces.reduce((sum, [, n]) => sum + n + 1, -1);
     if (length > MAX_QUERY_LENGTH) tooLong(pieces, length, MAX_QUERY_LENGTH, 'the query string without its cursor');
   }
@@ -61,11 +66,14 @@ export function parseQueryString(raw: string): QueryParams {
     if (value === '') throw invalidParameter(name, 'must not be empty');
     // PostgreSQL text cannot hold NUL; other control characters would grow every cursor that
     // carries them six-fold (JSON escapes): refuse them here rather than fail later.
-    if (/[\u0000-\u001f\u007f]/.test(value)) throw invalidParameter(name, 'must not contain a NUL or other control character');
+    if (hasControlCharacter(value)) throw invalidParameter(name, 'must not contain a NUL or other control character');
     params.set(name, value);
   }
   const carried = [...params].filter(([name]) => !POSITION_PARAMS.has(name));
-  const pieces = carried.map(([name, value]): [string, number] => [name, encodeQueryComponent(name).length + 1 + encodeQueryComponent(value).length]);
+  const pieces = carried.map(([name, value]): [string, number] => [
+    name,
+    encodeQueryComponent(name).length + 1 + encodeQueryComponent(value).length,
+  ]);
   const length = pieces.reduce((sum, [, n]) => sum + n, 0) + Math.max(0, pieces.length - 1);
   if (length > MAX_LINK_QUERY_LENGTH) tooLong(pieces, length, MAX_LINK_QUERY_LENGTH, 'the filters, sort and count, as links write them,');
   return params;
@@ -96,7 +104,11 @@ export const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 - 1
  * A chunk's size (`limit` or `page-size`): the collection's default when absent, else 1 … its max. The one
  * parser of sizes, read by the variants that serve a chunk and by the cost rule that charges it.
  */
-export function parseSize(params: QueryParams, name: 'limit' | 'page-size', pageSize: { readonly default: number; readonly max: number }): number {
+export function parseSize(
+  params: QueryParams,
+  name: 'limit' | 'page-size',
+  pageSize: { readonly default: number; readonly max: number },
+): number {
   const value = params.get(name);
   return value === undefined ? pageSize.default : parseInteger(name, value, 1, pageSize.max);
 }

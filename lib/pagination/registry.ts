@@ -1,5 +1,5 @@
 // The collection registry: one declaration per collection drives validation, SQL, links and cost.
-import { sql, type SQL } from 'drizzle-orm';
+import type { SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { timestampText } from './timestamps.ts';
 
@@ -101,7 +101,12 @@ export function defineCollection(declaration: CollectionDeclaration): Collection
     if (!(Number.isSafeInteger(rows) && rows > 0)) fail(`cost of the index on ${key} must be a positive whole number of rows`);
   }
   // Every order a request can ask for must have a price: an index, or the surcharge of a sort without one.
-  const orderKeys = ['id', ...declaration.sortKeys, ...defaultSort.map((key) => key.field), ...(declaration.timeField ? [declaration.timeField] : [])];
+  const orderKeys = [
+    'id',
+    ...declaration.sortKeys,
+    ...defaultSort.map((key) => key.field),
+    ...(declaration.timeField ? [declaration.timeField] : []),
+  ];
   const unindexed = orderKeys.find((key) => !Object.hasOwn(indexed, key));
   if (unindexed !== undefined && !(Number.isSafeInteger(unindexedSort) && unindexedSort! > 0)) {
     fail(`${unindexed} has no index declared in its cost rule, so the rule needs a positive unindexedSort`);

@@ -2,18 +2,18 @@
 import type { Database } from '../../db/client.ts';
 import type { Config } from '../http/config.ts';
 import { withTimeout } from '../http/deadline.ts';
-import type { CursorPayload } from './cursor-token.ts';
-import { isFilterName, parseFilters, type Filter } from './filters.ts';
+import { baseUrl } from '../http/forwarding.ts';
 import { cursorVariant } from './cursor.ts';
+import type { CursorPayload } from './cursor-token.ts';
+import { type Filter, isFilterName, parseFilters } from './filters.ts';
+import { linkBuilder } from './links.ts';
 import { offsetVariant } from './offset.ts';
 import { pageVariant } from './page.ts';
-import { parseQueryString, rawQueryOf, type QueryParams } from './params.ts';
+import { parseQueryString, type QueryParams, rawQueryOf } from './params.ts';
 import type { Collection, SortKey, VariantName } from './registry.ts';
 import { parseSort, withTieBreaker } from './sort.ts';
 import { timeVariant } from './time.ts';
 import { checkParamsTaken, selectVariant, takes, type Variant } from './variants.ts';
-import { baseUrl } from '../http/forwarding.ts';
-import { linkBuilder } from './links.ts';
 
 const variants: Record<VariantName, Variant> = {
   offset: offsetVariant,
@@ -51,7 +51,12 @@ export function readQuery(collection: Collection, params: QueryParams, cursorSec
 }
 
 /** `peer`: the socket's remote address, which decides whether forwarded host and proto count. */
-export async function serveCollection(request: Request, collection: Collection, deps: CollectionDeps, peer: string | undefined): Promise<Response> {
+export async function serveCollection(
+  request: Request,
+  collection: Collection,
+  deps: CollectionDeps,
+  peer: string | undefined,
+): Promise<Response> {
   const params = parseQueryString(rawQueryOf(request.url));
   const { variant, cursor, filters, sort } = readQuery(collection, params, deps.cursorSecret);
   const collectionUrl = `${baseUrl(request, deps.config, peer)}/v1/${collection.name}`;
@@ -59,7 +64,17 @@ export async function serveCollection(request: Request, collection: Collection, 
   // The server cancels a query past its statement timeout; this also bounds the wait for a pool connection
   // and a connection that stopped answering: a 503, and the limiter releases the request's lease.
   return withTimeout(
-    variant.serve({ collection, params, filters, sort, cursor, cursorSecret: deps.cursorSecret, database: deps.database, collectionUrl, href }),
+    variant.serve({
+      collection,
+      params,
+      filters,
+      sort,
+      cursor,
+      cursorSecret: deps.cursorSecret,
+      database: deps.database,
+      collectionUrl,
+      href,
+    }),
     deps.database.queryDeadlineMs,
   );
 }

@@ -1,14 +1,24 @@
 // Time-based pagination (docs/api.md, "Keyset pagination"): `before` moves to older items, `after` to newer ones, by timestamp and id.
-import { sql, type SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
+import { invalidCursor } from '../http/errors.ts';
 import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
-import { invalidCursor } from '../http/errors.ts';
 import type { Filter } from './filters.ts';
-import { afterPosition, boundFilters, cursorLinks, fetchKeyset, filtersPayload, isKeyValue, keyLiteral, parsePageSize, type Item } from './keyset.ts';
+import {
+  afterPosition,
+  boundFilters,
+  cursorLinks,
+  fetchKeyset,
+  filtersPayload,
+  type Item,
+  isKeyValue,
+  keyLiteral,
+  parsePageSize,
+} from './keyset.ts';
+import type { Links } from './links.ts';
 import type { Collection, SortKey } from './registry.ts';
-import type { ChunkRequest, Variant } from './variants.ts';
-import { type Links } from './links.ts';
 import { parseTimestamp } from './timestamps.ts';
+import type { ChunkRequest, Variant } from './variants.ts';
 
 /** older: newest first, towards older items; newer: oldest first, towards newer items. */
 type Direction = 'older' | 'newer';

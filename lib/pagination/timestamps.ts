@@ -1,6 +1,6 @@
 // Timestamps, one home: RFC 3339 UTC with exactly six fractional digits in every item, cursor and link,
 // formatted and compared by PostgreSQL from text, so no microsecond is lost to a JS Date.
-import { sql, type SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { invalidParameter } from '../http/errors.ts';
 
@@ -23,8 +23,7 @@ export function isTimestampText(value: unknown): value is string {
   return typeof value === 'string' && TIMESTAMP_TEXT.test(value);
 }
 
-const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
@@ -39,12 +38,18 @@ export function parseTimestamp(name: string, value: string): string {
   const m = RFC3339.exec(value);
   if (!m) throw invalidParameter(name, reason);
   const [, y, mo, d, h, mi, s, fraction, zulu, sign, oh, om] = m;
-  const year = Number(y), month = Number(mo), day = Number(d);
+  const year = Number(y),
+    month = Number(mo),
+    day = Number(d);
   if (
     year < 1 ||
-    month < 1 || month > 12 ||
-    day < 1 || day > daysInMonth(year, month) ||
-    Number(h) > 23 || Number(mi) > 59 || Number(s) > 59 ||
+    month < 1 ||
+    month > 12 ||
+    day < 1 ||
+    day > daysInMonth(year, month) ||
+    Number(h) > 23 ||
+    Number(mi) > 59 ||
+    Number(s) > 59 ||
     (!zulu && Number(om) > 59)
   ) {
     throw invalidParameter(name, reason);

@@ -1,11 +1,11 @@
 // What a pagination variant is, and how a request picks one (docs/api.md, "Choosing the variant").
 import type { Database } from '../../db/client.ts';
-import { decodeCursor, type CursorPayload } from './cursor-token.ts';
 import { conflictingParameters, invalidCursor, invalidParameter } from '../http/errors.ts';
+import { type CursorPayload, decodeCursor } from './cursor-token.ts';
 import type { Filter } from './filters.ts';
+import type { linkBuilder } from './links.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, SortKey, VariantName } from './registry.ts';
-import { type linkBuilder } from './links.ts';
 
 export interface ChunkRequest {
   readonly collection: Collection;
@@ -75,7 +75,10 @@ export function selectVariant(collection: Collection, params: QueryParams, curso
     .map((family) => ({ ...family, given: family.params.filter((name) => params.has(name)) }))
     .filter((family) => family.given.length > 0);
   if (present.length > 1) {
-    throw conflictingParameters(present.flatMap((family) => family.given), 'belong to different pagination variants and cannot be combined');
+    throw conflictingParameters(
+      present.flatMap((family) => family.given),
+      'belong to different pagination variants and cannot be combined',
+    );
   }
   if (params.has('before') && params.has('after')) {
     throw conflictingParameters(['before', 'after'], 'cannot be combined; before moves to older items, after to newer ones');
@@ -86,7 +89,7 @@ export function selectVariant(collection: Collection, params: QueryParams, curso
   let reason: string[];
   if (family === undefined) {
     const keyset = collection.defaultVariant === 'time' ? 'time' : collection.variants.includes('cursor') ? 'cursor' : undefined;
-    variant = params.has('page-size') ? keyset ?? 'page' : collection.defaultVariant;
+    variant = params.has('page-size') ? (keyset ?? 'page') : collection.defaultVariant;
     reason = params.has('page-size') ? ['page-size'] : [];
   } else if (family.variant === 'cursor-token') {
     cursor = decodeCursor(cursorSecret, params.get('cursor')!, collection.name);
@@ -100,7 +103,10 @@ export function selectVariant(collection: Collection, params: QueryParams, curso
     // Only a forged or foreign cursor can name a variant the collection lacks.
     if (cursor) throw invalidCursor(`it names ${variant} pagination, which ${collection.name} does not offer`);
     const names = reason.length > 0 ? reason : ['(none)'];
-    throw conflictingParameters(names, `${collection.name} does not offer ${variant} pagination; it offers ${collection.variants.join(', ')}`);
+    throw conflictingParameters(
+      names,
+      `${collection.name} does not offer ${variant} pagination; it offers ${collection.variants.join(', ')}`,
+    );
   }
   return { variant, cursor };
 }

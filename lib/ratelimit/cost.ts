@@ -1,11 +1,12 @@
 // What a request costs in allowance units (docs/rate-limit.md, "Cost").
-import { readQuery } from '../pagination/serve.ts';
-import { parseCountMode } from '../pagination/count.ts';
+
 import { ApiError } from '../http/errors.ts';
+import { parseCountMode } from '../pagination/count.ts';
 import { readOffset } from '../pagination/offset.ts';
 import { readPage } from '../pagination/page.ts';
 import { parseQueryString, parseSize } from '../pagination/params.ts';
-import { splitSort, type Collection } from '../pagination/registry.ts';
+import { type Collection, splitSort } from '../pagination/registry.ts';
+import { readQuery } from '../pagination/serve.ts';
 
 // The largest cost handed to the database, whose rate_decide takes an int4 and caps it at the allowance.
 const MAX_COST = 2 ** 31 - 1;

@@ -8,7 +8,6 @@ export async function housekeep(sql: Sql, clockOffset = 0): Promise<number> {
   return (row?.removed as number | undefined) ?? 0;
 }
 
-
 /**
  * What a request calls once it is decided: every `intervalMs` (0: never) this instance offers to do the
  * housekeeping, in the background. The instance's clock only schedules it; the rows' ages are read on the

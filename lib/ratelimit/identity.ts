@@ -3,13 +3,10 @@ import ipaddr from 'ipaddr.js';
 import proxyaddr from 'proxy-addr';
 import { bearerToken, digest } from '../http/bearer.ts';
 import { invalidParameter } from '../http/errors.ts';
-import { peerIsProxy, trustFunction, type TrustProxy } from '../http/forwarding.ts';
+import { peerIsProxy, type TrustProxy, trustFunction } from '../http/forwarding.ts';
 
 /** What the Authorization header says. Anything present but not a Bearer key is `malformed`. */
-export type Credential =
-  | { readonly kind: 'none' }
-  | { readonly kind: 'key'; readonly hash: Buffer }
-  | { readonly kind: 'malformed' };
+export type Credential = { readonly kind: 'none' } | { readonly kind: 'key'; readonly hash: Buffer } | { readonly kind: 'malformed' };
 
 /** The key format issued by POST /v1/keys: a recognisable prefix, then 32 base64url characters. */
 export const KEY_PREFIX = 'pck_';
@@ -59,7 +56,10 @@ export function clientSubject(peer: string | undefined, forwardedFor: string | u
   const client = addresses.at(-1)!;
   const subject = addressSubject(client);
   if (subject === undefined) {
-    throw invalidParameter('X-Forwarded-For', `has an entry from a trusted proxy that is not an IP address: ${JSON.stringify(client.slice(0, 60))}`);
+    throw invalidParameter(
+      'X-Forwarded-For',
+      `has an entry from a trusted proxy that is not an IP address: ${JSON.stringify(client.slice(0, 60))}`,
+    );
   }
   return subject;
 }

@@ -3,16 +3,16 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
 import type { Config } from '../http/config.ts';
-import { requestCost } from './cost.ts';
 import { withTimeout } from '../http/deadline.ts';
 import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
-import { clientSubject, parseAuthorization } from './identity.ts';
-import { databaseLimiter, type Decision } from './limiter.ts';
+import { socketAddress } from '../http/forwarding.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import type { Registry } from '../pagination/registry.ts';
-import { socketAddress } from '../http/forwarding.ts';
-import { housekeeper } from './housekeeping.ts';
+import { requestCost } from './cost.ts';
 import { rateLimitHeaders } from './headers.ts';
+import { housekeeper } from './housekeeping.ts';
+import { clientSubject, parseAuthorization } from './identity.ts';
+import { type Decision, databaseLimiter } from './limiter.ts';
 
 export interface LimiterOptions {
   /** The socket's address; the default reads @hono/node-server's connection info (none under app.request). */
@@ -62,15 +62,18 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));
     const isQuery = collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD');
     const abandoned = new AbortController();
-    const deciding = limiter.decide({
-      // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
-      keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
-      ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
-      ipTier: registration ? 'registration' : 'anonymous',
-      // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
-      cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url), cursorSecret) : 1,
-      clockOffset: clockOffset(),
-    }, abandoned.signal);
+    const deciding = limiter.decide(
+      {
+        // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
+        keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
+        ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
+        ipTier: registration ? 'registration' : 'anonymous',
+        // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
+        cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url), cursorSecret) : 1,
+        clockOffset: clockOffset(),
+      },
+      abandoned.signal,
+    );
     // An unreachable database throws here; the one error handler turns it into a 503.
     const decision: Decision = await withTimeout(deciding, timeoutMs).catch((error: unknown) => {
       // Answered 503: a decision still waiting to be sent never is; one already sent that takes a lease

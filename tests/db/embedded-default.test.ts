@@ -1,6 +1,6 @@
 // The embedded default as a newcomer meets it: a clone its PostgreSQL user cannot reach, a second command
 // on the same data while the first runs, and a supervisor's SIGTERM to `npm start`.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { copyFile, lstat, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import { connect } from 'node:net';
@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { freePort } from '../helpers/servers.ts';
-import { testDatabase } from '../helpers/db.ts';
 import { alive } from '../../db/embedded.ts';
+import { testDatabase } from '../helpers/db.ts';
+import { freePort } from '../helpers/servers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -108,7 +108,10 @@ async function cloneUnreachable(t: { teardown(fn: () => unknown): void }): Promi
 // unreachable clone is about.
 t.test('embedded default: unreachable clone, shared data directory, SIGTERM to npm start', async (t) => {
   const app = await cloneUnreachable(t);
-  const probe = spawnSync('/bin/sh', ['-c', 'cd "$1"', 'probe', app], { uid: Number(spawnSync('id', ['-u', 'postgres']).stdout), stdio: 'ignore' });
+  const probe = spawnSync('/bin/sh', ['-c', 'cd "$1"', 'probe', app], {
+    uid: Number(spawnSync('id', ['-u', 'postgres']).stdout),
+    stdio: 'ignore',
+  });
   t.not(probe.status, 0, 'the postgres user cannot reach the clone');
 
   // Item: the clone starts, with its binaries and data where the postgres user can reach them.

@@ -5,8 +5,8 @@ import postgres from 'postgres';
 import t, { type Test } from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
 import { seedTable } from '../../db/seed.ts';
-import { startCluster, type Cluster } from '../helpers/cluster.ts';
-import { freePort, startServer, type ServerProcess } from '../helpers/servers.ts';
+import { type Cluster, startCluster } from '../helpers/cluster.ts';
+import { freePort, type ServerProcess, startServer } from '../helpers/servers.ts';
 
 // What the issue demands: the first 200 within 1 s of the database accepting connections again.
 const RECOVERY_MS = 1000;
@@ -228,7 +228,9 @@ async function repeatFault(t: Test, name: string, inject: (t: Test) => Promise<v
     outages.push(measured.outage);
   }
   const worst = (key: 'databaseAwayMs' | 'firstOkMs') => Math.max(...outages.map((o) => o[key]));
-  t.comment(`${name}: database away up to ${worst('databaseAwayMs')} ms; first 200 up to ${worst('firstOkMs')} ms after it accepted connections`);
+  t.comment(
+    `${name}: database away up to ${worst('databaseAwayMs')} ms; first 200 up to ${worst('firstOkMs')} ms after it accepted connections`,
+  );
 }
 
 /** The service's backends: its pool ('collections') and the limiter's connection ('collections-limiter'). */

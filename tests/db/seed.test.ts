@@ -2,7 +2,7 @@
 import postgres, { type Sql } from 'postgres';
 import t from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
-import { seedTable, seedTables, type SeedTable } from '../../db/seed.ts';
+import { type SeedTable, seedTable, seedTables } from '../../db/seed.ts';
 import { parseSeedArgs } from '../../scripts/seed.ts';
 import { testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
@@ -71,7 +71,10 @@ t.test('events: many items share one timestamp', async (t) => {
 });
 
 t.test('npm run seed arguments: sizes per collection; anything else is one clear error', async (t) => {
-  t.same(parseSeedArgs(['--products', '1000000', '--events=5']), [['products', 1_000_000], ['events', 5]]);
+  t.same(parseSeedArgs(['--products', '1000000', '--events=5']), [
+    ['products', 1_000_000],
+    ['events', 5],
+  ]);
   t.same(parseSeedArgs(['--orders', '1_000']), [['orders', 1_000]]);
   t.throws(() => parseSeedArgs([]), /Nothing to seed/);
   t.throws(() => parseSeedArgs(['--users', '5']), /Unknown option '--users'/);
@@ -180,5 +183,9 @@ t.test('the service serves the swapped table, with statements prepared before th
   await seedTable(app.database.sql, 'products', 7);
   const second = await app.json('/v1/products?count=exact');
   t.equal(second.status, 200, JSON.stringify(second.body));
-  t.same(second.body.products.map((item: { id: number }) => item.id), [1, 2, 3, 4, 5, 6, 7], 'the new rows');
+  t.same(
+    second.body.products.map((item: { id: number }) => item.id),
+    [1, 2, 3, 4, 5, 6, 7],
+    'the new rows',
+  );
 });

@@ -53,7 +53,11 @@ function examplesOf(markdown: string): Example[] {
     .filter(({ text }) => text.trimStart().startsWith('curl -g '))
     .map(({ line, text }) => {
       const claim = /\s#\s*→\s*(\d{3})((?:\s*,\s*[A-Za-z][A-Za-z0-9-]*)*)\s*$/.exec(text);
-      const headers = claim?.[2]?.split(',').map((name) => name.trim()).filter((name) => name !== '') ?? [];
+      const headers =
+        claim?.[2]
+          ?.split(',')
+          .map((name) => name.trim())
+          .filter((name) => name !== '') ?? [];
       return { line, command: text.trim(), status: claim ? Number(claim[1]) : undefined, headers };
     });
 }
@@ -64,10 +68,15 @@ function examplesOf(markdown: string): Example[] {
  */
 function runShell(command: string, curlHome: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('/bin/sh', ['-c', command], { env: { PATH: process.env.PATH ?? '', CURL_HOME: curlHome }, timeout: 30_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      '/bin/sh',
+      ['-c', command],
+      { env: { PATH: process.env.PATH ?? '', CURL_HOME: curlHome }, timeout: 30_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -85,7 +94,9 @@ t.test('the README has examples, each claiming a status', async (t) => {
     t.ok(example.status !== undefined, `README.md:${example.line} claims the status it gets: ${example.command}`);
   }
   // Every example against the service is one the test runs: a line that talks to it without `curl -g` would go unchecked.
-  const unchecked = shellLines(readme).filter(({ text }) => withoutComment(text).includes(README_ORIGIN) && !text.trimStart().startsWith('curl -g '));
+  const unchecked = shellLines(readme).filter(
+    ({ text }) => withoutComment(text).includes(README_ORIGIN) && !text.trimStart().startsWith('curl -g '),
+  );
   t.same(unchecked, [], 'every shell line that talks to the service is a curl -g line');
 });
 
@@ -155,7 +166,9 @@ function linksOf(markdown: string): { line: number; target: string }[] {
 }
 
 t.test('every relative link of README.md and docs/*.md leads to a file, and to a heading when it names one', async (t) => {
-  const docs = readdirSync(path.join(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => path.join('docs', name));
+  const docs = readdirSync(path.join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => path.join('docs', name));
   t.ok(docs.length >= 4, `docs/ holds ${docs.length} pages`);
   const broken: string[] = [];
   let checked = 0;
@@ -164,7 +177,8 @@ t.test('every relative link of README.md and docs/*.md leads to a file, and to a
       if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, https:, mailto:
       checked++;
       const [pathPart, fragment] = target.split('#', 2) as [string, string | undefined];
-      const resolved = pathPart === '' ? path.join(root, file) : path.resolve(path.dirname(path.join(root, file)), decodeURIComponent(pathPart));
+      const resolved =
+        pathPart === '' ? path.join(root, file) : path.resolve(path.dirname(path.join(root, file)), decodeURIComponent(pathPart));
       if (!resolved.startsWith(root)) {
         broken.push(`${file}:${line}: ${target} leads outside the repository`);
       } else if (!existsSync(resolved)) {
@@ -182,7 +196,9 @@ t.test('no reference outside the repository', async (t) => {
   // The documents kept beside the repository, never part of it: cited by name, they lead nowhere for a reader.
   // Built from parts, so that this file does not name them itself; `docs/…` paths are the project's own pages.
   const pattern = new RegExp(String.raw`(?<!docs/)\b(?:${['API', 'SPEC', 'NOTES'].join('|')})\.md\b`);
-  const files = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter((file) => file !== '');
+  const files = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
+    .split('\0')
+    .filter((file) => file !== '');
   t.ok(files.length > 50, `${files.length} files in the repository`);
   const mentions: string[] = [];
   for (const file of files) {

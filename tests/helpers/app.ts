@@ -1,11 +1,11 @@
 // Builds the app on a fresh test database; requests go through app.request, no port is opened.
 import type { Hono } from 'hono';
-import { seedTable, type SeedSizes, type SeedTable } from '../../db/seed.ts';
+import { type SeedSizes, type SeedTable, seedTable } from '../../db/seed.ts';
 import { buildApp } from '../../lib/http/app.ts';
-import { parseConfig, type Config } from '../../lib/http/config.ts';
+import { type Config, parseConfig } from '../../lib/http/config.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
-import { testDatabase, type TestDatabase } from './db.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { type TestDatabase, testDatabase } from './db.ts';
 
 export interface TestApp {
   readonly app: Hono;

@@ -60,7 +60,8 @@ function alive(pid: number): boolean {
 async function waitGone(pids: number[], ms = 10_000): Promise<void> {
   const deadline = performance.now() + ms;
   while (pids.some(alive)) {
-    if (performance.now() > deadline) throw new Error(`Private cluster: processes ${pids.filter(alive).join(', ')} outlived the postmaster`);
+    if (performance.now() > deadline)
+      throw new Error(`Private cluster: processes ${pids.filter(alive).join(', ')} outlived the postmaster`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -170,7 +171,9 @@ export async function startCluster(t: Teardown): Promise<Cluster> {
     max_connections: '100',
     shared_buffers: "'32MB'",
   };
-  const conf = Object.entries(settings).map(([name, value]) => `${name} = ${value}\n`).join('');
+  const conf = Object.entries(settings)
+    .map(([name, value]) => `${name} = ${value}\n`)
+    .join('');
   await writeFile(path.join(dataDir, 'postgresql.conf'), `${await readFile(path.join(dataDir, 'postgresql.conf'), 'utf8')}\n${conf}`);
   await start();
 

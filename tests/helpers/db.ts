@@ -1,7 +1,7 @@
 // Each test file gets its own fresh database on the test server, migrated, and dropped at teardown.
 import { randomBytes } from 'node:crypto';
 import postgres, { type Sql } from 'postgres';
-import { openDatabase, type Database } from '../../db/client.ts';
+import { type Database, openDatabase } from '../../db/client.ts';
 import { runMigrations } from '../../db/migrate.ts';
 
 interface Teardown {

@@ -3,10 +3,10 @@ import type { Hono } from 'hono';
 import type { Sql } from 'postgres';
 import { seedTable } from '../../db/seed.ts';
 import { buildApp } from '../../lib/http/app.ts';
-import { parseConfig, type Config } from '../../lib/http/config.ts';
-import type { LimiterOptions } from '../../lib/ratelimit/middleware.ts';
-import { testDatabase, type TestDatabase } from './db.ts';
+import { type Config, parseConfig } from '../../lib/http/config.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import type { LimiterOptions } from '../../lib/ratelimit/middleware.ts';
+import { type TestDatabase, testDatabase } from './db.ts';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
 

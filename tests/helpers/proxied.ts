@@ -1,7 +1,7 @@
 // A real server process whose database connections all go through a TCP proxy the test controls.
 import { seedTable } from '../../db/seed.ts';
-import { testDatabase, type TestDatabase } from './db.ts';
-import { freePort, startServer, type ServerProcess } from './servers.ts';
+import { type TestDatabase, testDatabase } from './db.ts';
+import { freePort, type ServerProcess, startServer } from './servers.ts';
 import { startProxy, type TcpProxy } from './tcp-proxy.ts';
 
 export interface ProxiedService {

@@ -24,7 +24,9 @@ function exchange(port: number, text: string, options: { end?: boolean } = {}): 
       clearTimeout(timer);
       const split = raw.indexOf('\r\n\r\n');
       const [statusLine = '', ...lines] = raw.slice(0, split).split('\r\n');
-      const headers = new Map(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      const headers = new Map(
+        lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      );
       resolve({ statusLine, headers, body: raw.slice(split + 4), closedByServer: !options.end });
     });
   });
@@ -36,7 +38,12 @@ await startServer(t, port, { DATABASE_URL: db.url });
 
 const refused: { name: string; request: string; status: number; part: string | undefined }[] = [
   { name: 'a control byte in the URL', request: 'GET /v1/pro\x01ducts HTTP/1.1\r\nHost: x\r\n\r\n', status: 400, part: 'url' },
-  { name: 'a bad Content-Length', request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', status: 400, part: 'Content-Length' },
+  {
+    name: 'a bad Content-Length',
+    request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+    status: 400,
+    part: 'Content-Length',
+  },
   {
     name: 'two Content-Lengths',
     request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab',
@@ -51,8 +58,18 @@ const refused: { name: string; request: string; status: number; part: string | u
   },
   { name: 'a space in a header name', request: 'GET /v1 HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n', status: 400, part: 'header' },
   { name: 'a bad method', request: 'G@T /v1 HTTP/1.1\r\nHost: x\r\n\r\n', status: 400, part: 'method' },
-  { name: 'a bad chunk size', request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', status: 400, part: 'body' },
-  { name: 'over 16 KiB of headers', request: `GET /v1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, status: 431, part: undefined },
+  {
+    name: 'a bad chunk size',
+    request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    status: 400,
+    part: 'body',
+  },
+  {
+    name: 'over 16 KiB of headers',
+    request: `GET /v1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    status: 431,
+    part: undefined,
+  },
 ];
 
 for (const { name, request, status, part } of refused) {
@@ -66,7 +83,12 @@ for (const { name, request, status, part } of refused) {
     const problem = JSON.parse(res.body);
     t.equal(problem.status, status);
     t.equal(problem.code, status === 431 ? 'headers_too_large' : 'invalid_parameter');
-    if (part) t.same(problem.invalid_params.map((p: { name: string }) => p.name), [part], `names the ${part}`);
+    if (part)
+      t.same(
+        problem.invalid_params.map((p: { name: string }) => p.name),
+        [part],
+        `names the ${part}`,
+      );
     else t.match(problem.detail, /at most 16384 bytes/);
   });
 }
@@ -75,7 +97,10 @@ t.test('a missing Host header: 400 problem+json naming it, not node:http’s emp
   const res = await exchange(port, 'GET /v1 HTTP/1.1\r\n\r\n', { end: true });
   t.match(res.statusLine, /^HTTP\/1\.1 400 /);
   t.equal(res.headers.get('content-type'), 'application/problem+json');
-  t.same(JSON.parse(res.body).invalid_params.map((p: { name: string }) => p.name), ['Host']);
+  t.same(
+    JSON.parse(res.body).invalid_params.map((p: { name: string }) => p.name),
+    ['Host'],
+  );
 });
 
 t.test('the server still serves after all of that', async (t) => {

@@ -71,6 +71,14 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
 
 t.test('TRUST_PROXY=true is refused: it would trust X-Forwarded-For from anyone; the message shows the forms', async (t) => {
   for (const value of ['true', 'TRUE', 'yes', 'on']) {
-    t.throws(() => parseConfig({ TRUST_PROXY: value }), { name: 'ConfigError', message: /^Invalid TRUST_PROXY: .* would trust X-Forwarded-For from any client; name your proxies with a hop count .* or a comma list of proxy addresses and CIDRs/ }, value);
+    t.throws(
+      () => parseConfig({ TRUST_PROXY: value }),
+      {
+        name: 'ConfigError',
+        message:
+          /^Invalid TRUST_PROXY: .* would trust X-Forwarded-For from any client; name your proxies with a hop count .* or a comma list of proxy addresses and CIDRs/,
+      },
+      value,
+    );
   }
 });

@@ -1,8 +1,8 @@
 // Data queries have a deadline: behind a lock or on a connection that stopped answering, a request is a
 // 503 with Retry-After by the statement timeout (plus the pool timeout), and its lease is released.
 import t from 'tap';
-import { liveLeases } from '../helpers/limiter.ts';
 import { lockWaiters } from '../helpers/db.ts';
+import { liveLeases } from '../helpers/limiter.ts';
 import { proxiedService, sample, sleep } from '../helpers/proxied.ts';
 
 const env = { STATEMENT_TIMEOUT_MS: '1000', POOL_TIMEOUT_MS: '1000' };

@@ -9,7 +9,7 @@ import { MAX_LINK_QUERY_LENGTH } from '../../lib/pagination/params.ts';
 import { POSITION_PARAMS } from '../../lib/pagination/variants.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { ADMIN_TOKEN } from '../helpers/limiter.ts';
-import { freePort, startServer, type ServerProcess } from '../helpers/servers.ts';
+import { freePort, type ServerProcess, startServer } from '../helpers/servers.ts';
 
 const MB = 1024 * 1024;
 
@@ -33,12 +33,20 @@ interface Sent {
  * answer, until the whole body is out or the server closes the connection. With `chunked`, no
  * Content-Length. A raw socket reads the answer as it arrives, whatever happens to the writes.
  */
-function sendBody(server: ServerProcess, method: string, path: string, bytes: number, options: { chunked: boolean; headers?: Record<string, string> }): Promise<Sent> {
+function sendBody(
+  server: ServerProcess,
+  method: string,
+  path: string,
+  bytes: number,
+  options: { chunked: boolean; headers?: Record<string, string> },
+): Promise<Sent> {
   const { hostname, port } = new URL(server.url);
   const headers: Record<string, string> = { host: `${hostname}:${port}`, 'content-type': 'application/json', ...options.headers };
   if (options.chunked) headers['transfer-encoding'] = 'chunked';
   else headers['content-length'] = String(bytes);
-  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
   const piece = Buffer.alloc(64 * 1024, 'a');
   piece[0] = 0x7b; // "{": not JSON either way
   const chunk = options.chunked ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece;
@@ -59,7 +67,13 @@ function sendBody(server: ServerProcess, method: string, path: string, bytes: nu
       } catch {
         json = body;
       }
-      resolve({ status: status === undefined ? undefined : Number(status), contentType, body: json, ms: answeredMs ?? performance.now() - start, sentBytes });
+      resolve({
+        status: status === undefined ? undefined : Number(status),
+        contentType,
+        body: json,
+        ms: answeredMs ?? performance.now() - start,
+        sentBytes,
+      });
     }
     function pump(): void {
       while (sentBytes < bytes && !socket.destroyed) {
@@ -111,11 +125,15 @@ t.test('a body over 4 KiB is a 413 at once, read no further, with or without Con
       const sent = await sendBody(server, method, path, size, { chunked, headers });
       t.equal(sent.status, 413, name);
       t.equal(sent.contentType, 'application/problem+json');
-      t.match(sent.body, {
-        status: 413,
-        code: 'payload_too_large',
-        invalid_params: [{ name: 'body', reason: 'must be at most 4096 bytes' }],
-      }, `${name}: a problem naming the limit`);
+      t.match(
+        sent.body,
+        {
+          status: 413,
+          code: 'payload_too_large',
+          invalid_params: [{ name: 'body', reason: 'must be at most 4096 bytes' }],
+        },
+        `${name}: a problem naming the limit`,
+      );
       t.ok(sent.ms < 10_000, `${name}: answered in ${Math.round(sent.ms)} ms`);
       t.ok(sent.sentBytes < size / 4, `${name}: the server stopped reading after ${(sent.sentBytes / MB).toFixed(1)} MB of ${size / MB}`);
     }
@@ -135,13 +153,23 @@ t.test('a body over 4 KiB is a 413 at once, read no further, with or without Con
   t.equal(over.headers.get('content-type'), 'application/problem+json');
   const chunkedOver = await fetch(`${server.url}/v1/keys`, {
     method: 'POST',
-    body: new ReadableStream({ start(controller) { controller.enqueue(new TextEncoder().encode(padded(4097))); controller.close(); } }),
+    body: new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(padded(4097)));
+        controller.close();
+      },
+    }),
     duplex: 'half',
   } as RequestInit);
   t.equal(chunkedOver.status, 413, '4097 bytes chunked are not either');
   const chunkedAtLimit = await fetch(`${server.url}/v1/keys`, {
     method: 'POST',
-    body: new ReadableStream({ start(controller) { controller.enqueue(new TextEncoder().encode(padded(4096))); controller.close(); } }),
+    body: new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(padded(4096)));
+        controller.close();
+      },
+    }),
     duplex: 'half',
   } as RequestInit);
   t.equal(chunkedAtLimit.status, 201, '4096 bytes chunked are taken');
@@ -169,7 +197,10 @@ function largest(params: [string, string][], inName: string): string {
 }
 
 /** GET over a real socket with node:http, which (unlike fetch) lets any header through as it is. */
-function rawGet(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function rawGet(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpGet(url, { headers, agent: false }, (res) => {
       let body = '';
@@ -191,15 +222,103 @@ t.test('every link of the largest request the bounds allow can be followed, and 
   const statuses = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'];
   const types = ['login', 'logout', 'purchase', 'refund', 'signup', 'error'];
   const cases: [string, string][] = [
-    ['products offset', largest([['limit', '2'], ['offset', '2'], ['sort', '-priceCents,name'], ['count', 'exact'], ['priceCents[gte]', '100'], ['category[in]', inList(categories, MAX_IN_VALUES).join(',')]], 'category[in]')],
-    ['products page', largest([['page', '1'], ['page-size', '2'], ['sort', '-priceCents,name'], ['count', 'exact'], ['priceCents[gte]', '100'], ['category[in]', inList(categories, MAX_IN_VALUES).join(',')]], 'category[in]')],
-    ['products cursor', largest([['page-size', '2'], ['sort', '-priceCents,name'], ['priceCents[gte]', '100'], ['category[in]', inList(categories, MAX_IN_VALUES).join(',')]], 'category[in]')],
-    ['orders cursor', largest([['page-size', '2'], ['sort', '-totalCents'], ['totalCents[gte]', '1'], ['status[in]', inList(statuses, MAX_IN_VALUES).join(',')]], 'status[in]')],
-    ['events time, older', largest([['page-size', '2'], ['before', '2999-12-31T23:59:59.999999Z'], ['type[in]', inList(types, MAX_IN_VALUES).join(',')]], 'type[in]')],
-    ['events time, newer', largest([['page-size', '2'], ['after', '1970-01-01T00:00:00.000000Z'], ['type[in]', inList(types, MAX_IN_VALUES).join(',')]], 'type[in]')],
-    ['events cursor', largest([['page-size', '2'], ['since_id', '0'], ['type[in]', inList(types, MAX_IN_VALUES).join(',')]], 'type[in]')],
+    [
+      'products offset',
+      largest(
+        [
+          ['limit', '2'],
+          ['offset', '2'],
+          ['sort', '-priceCents,name'],
+          ['count', 'exact'],
+          ['priceCents[gte]', '100'],
+          ['category[in]', inList(categories, MAX_IN_VALUES).join(',')],
+        ],
+        'category[in]',
+      ),
+    ],
+    [
+      'products page',
+      largest(
+        [
+          ['page', '1'],
+          ['page-size', '2'],
+          ['sort', '-priceCents,name'],
+          ['count', 'exact'],
+          ['priceCents[gte]', '100'],
+          ['category[in]', inList(categories, MAX_IN_VALUES).join(',')],
+        ],
+        'category[in]',
+      ),
+    ],
+    [
+      'products cursor',
+      largest(
+        [
+          ['page-size', '2'],
+          ['sort', '-priceCents,name'],
+          ['priceCents[gte]', '100'],
+          ['category[in]', inList(categories, MAX_IN_VALUES).join(',')],
+        ],
+        'category[in]',
+      ),
+    ],
+    [
+      'orders cursor',
+      largest(
+        [
+          ['page-size', '2'],
+          ['sort', '-totalCents'],
+          ['totalCents[gte]', '1'],
+          ['status[in]', inList(statuses, MAX_IN_VALUES).join(',')],
+        ],
+        'status[in]',
+      ),
+    ],
+    [
+      'events time, older',
+      largest(
+        [
+          ['page-size', '2'],
+          ['before', '2999-12-31T23:59:59.999999Z'],
+          ['type[in]', inList(types, MAX_IN_VALUES).join(',')],
+        ],
+        'type[in]',
+      ),
+    ],
+    [
+      'events time, newer',
+      largest(
+        [
+          ['page-size', '2'],
+          ['after', '1970-01-01T00:00:00.000000Z'],
+          ['type[in]', inList(types, MAX_IN_VALUES).join(',')],
+        ],
+        'type[in]',
+      ),
+    ],
+    [
+      'events cursor',
+      largest(
+        [
+          ['page-size', '2'],
+          ['since_id', '0'],
+          ['type[in]', inList(types, MAX_IN_VALUES).join(',')],
+        ],
+        'type[in]',
+      ),
+    ],
     // Past the newest item: no next, a poll link instead.
-    ['events time, newest', largest([['page-size', '2'], ['after', '2999-12-31T23:59:59.999999%2B14:00'], ['type[in]', inList(types, MAX_IN_VALUES).join(',')]], 'type[in]')],
+    [
+      'events time, newest',
+      largest(
+        [
+          ['page-size', '2'],
+          ['after', '2999-12-31T23:59:59.999999%2B14:00'],
+          ['type[in]', inList(types, MAX_IN_VALUES).join(',')],
+        ],
+        'type[in]',
+      ),
+    ],
   ];
   const collectionOf = (name: string) => name.split(' ')[0]!;
   let longestLink = 0;

@@ -1,10 +1,10 @@
 // Graceful shutdown: on SIGTERM the server stops accepting, lets keep-alive clients move on, finishes
 // in-flight requests and exits, by a deadline whatever happens; a second signal exits at once.
 import type { ChildProcess } from 'node:child_process';
-import { Agent, request, type IncomingHttpHeaders } from 'node:http';
+import { Agent, type IncomingHttpHeaders, request } from 'node:http';
 import t from 'tap';
 import { seedTable } from '../../db/seed.ts';
-import { testDatabase, type TestDatabase } from '../helpers/db.ts';
+import { type TestDatabase, testDatabase } from '../helpers/db.ts';
 import { freePort, startServer } from '../helpers/servers.ts';
 
 interface Answer {
@@ -141,7 +141,10 @@ t.test('a keep-alive client sending back to back does not keep the process servi
   // The signal reaches the server a moment after `signalled` is set: an answer begun by then went out
   // without the header, and its connection was closed once idle. So each connection has at most one
   // answer without Connection: close and one with it.
-  t.ok(after.answers - after.closing <= 4, `at most one answer per connection without Connection: close (${after.answers - after.closing})`);
+  t.ok(
+    after.answers - after.closing <= 4,
+    `at most one answer per connection without Connection: close (${after.answers - after.closing})`,
+  );
   t.ok(after.answers <= 8, `the client moved on: ${after.answers} answers after the signal on 4 connections`);
   t.comment(`after SIGTERM: ${after.answers} answers, ${after.reset} reset by the idle close`);
 });

@@ -1,8 +1,8 @@
 // Start-up: the embedded default, and several instances starting at once against one fresh database.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -61,7 +61,11 @@ t.test('the embedded PostgreSQL starts, keeps its data across restarts, and stop
   const second = await startEmbedded({ dataDir });
   sql = postgres(second.url, { max: 1, onnotice: () => {} });
   const rows = await sql`select name from products`;
-  t.same(rows.map((r) => r.name), ['kept'], 'a restart finds the data again');
+  t.same(
+    rows.map((r) => r.name),
+    ['kept'],
+    'a restart finds the data again',
+  );
   await sql.end();
   await second.stop();
 });
@@ -100,7 +104,12 @@ t.test('an embedded PostgreSQL that holds the data but does not answer: one line
     (error: Error) => error,
   );
   t.type(error, EmbeddedError);
-  t.match(error?.message, new RegExp(`^The embedded PostgreSQL data in ${dataDir} is held by process ${pid} \\(port \\d+, ready\\), which does not answer: stop that process, or set DATABASE_URL$`));
+  t.match(
+    error?.message,
+    new RegExp(
+      `^The embedded PostgreSQL data in ${dataDir} is held by process ${pid} \\(port \\d+, ready\\), which does not answer: stop that process, or set DATABASE_URL$`,
+    ),
+  );
 });
 
 t.test('an embedded PostgreSQL left running by a killed process is adopted, and stopped by its adopter', async (t) => {
@@ -109,7 +118,10 @@ t.test('an embedded PostgreSQL left running by a killed process is adopted, and 
   const dataDir = path.join(parent, 'pg');
   t.teardown(() => rm(parent, { recursive: true, force: true }));
   const script = `import { startEmbedded } from './db/embedded.ts'; await startEmbedded({ dataDir: ${JSON.stringify(dataDir)} }); console.log('up'); setInterval(() => {}, 1000);`;
-  const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await once(owner.stdout, 'data');
   const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
   owner.kill('SIGKILL');

@@ -1,7 +1,7 @@
 // Cursor abuse: altered, truncated, forged, foreign or mismatched cursors are a 400 invalid_cursor, never a 500.
 import t, { type Test } from 'tap';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
-import { testApp, pathOf, type TestApp } from '../helpers/app.ts';
+import { pathOf, type TestApp, testApp } from '../helpers/app.ts';
 
 const SECRET = 'keyset-tests-secret-0123456789abcdef';
 
@@ -94,7 +94,16 @@ t.test('garbage, forged and foreign cursors', async (t) => {
     { v: 'cursor', c: 'products', s: 'id', f: [['category', 5]], k: [10] },
     { v: 'cursor', c: 'products', s: 'id', f: [['priceCents[lt]', 'cheap']], k: [10] },
     { v: 'cursor', c: 'products', s: 'id', f: [['colour', 'red']], k: [10] },
-    { v: 'cursor', c: 'products', s: 'id', f: [['category', 'a'], ['category', 'b']], k: [10] },
+    {
+      v: 'cursor',
+      c: 'products',
+      s: 'id',
+      f: [
+        ['category', 'a'],
+        ['category', 'b'],
+      ],
+      k: [10],
+    },
     { v: 'offset', c: 'products', s: 'id', f: [], k: [10] },
     { v: 'time', c: 'products', d: 'older', p: null, f: [] },
   ];
@@ -141,11 +150,21 @@ t.test('a cursor belongs to its collection and its query', async (t) => {
   t.match(mismatch.body.detail, /category=toys is not part of the query the cursor belongs to/);
 
   // The same filter and sort beside it are fine, in any spelling that normalises to them; page-size may change.
-  for (const extra of ['', '&category=books', '&category[eq]=books', '&sort=-name', '&sort=-name,-id', '&category=books&sort=-name&page-size=9']) {
+  for (const extra of [
+    '',
+    '&category=books',
+    '&category[eq]=books',
+    '&sort=-name',
+    '&sort=-name,-id',
+    '&category=books&sort=-name&page-size=9',
+  ]) {
     const size = extra.includes('page-size') ? '' : '&page-size=5';
     const { status, body } = await app.json(`/v1/products?cursor=${products}${extra}${size}`);
     t.equal(status, 200, extra || 'nothing beside');
-    t.ok(body.products.every((p: { category: string }) => p.category === 'books'), extra);
+    t.ok(
+      body.products.every((p: { category: string }) => p.category === 'books'),
+      extra,
+    );
   }
 
   // Parameters of another variant, or ones the cursor variant does not take: 400 invalid_parameter.
@@ -162,20 +181,50 @@ t.test('since_id: ascending ids after it, next continues; it takes no sort', asy
   const app = await testApp(t, { seed: { products: 60, orders: 30, events: 30 } });
   const first = await app.json('/v1/products?since_id=41&page-size=7&category[in]=books,toys,tools,games,garden,kitchen,music,outdoor');
   t.equal(first.status, 200);
-  t.same(first.body.products.map((p: { id: number }) => p.id), [42, 43, 44, 45, 46, 47, 48]);
-  t.equal(first.body._links.self.href, 'http://test.local/v1/products?page-size=7&since_id=41&category[in]=books,toys,tools,games,garden,kitchen,music,outdoor');
-  t.match(first.body._links.next.href, /^http:\/\/test\.local\/v1\/products\?page-size=7&cursor=[\w.-]+$/, 'the filters travel in the cursor');
+  t.same(
+    first.body.products.map((p: { id: number }) => p.id),
+    [42, 43, 44, 45, 46, 47, 48],
+  );
+  t.equal(
+    first.body._links.self.href,
+    'http://test.local/v1/products?page-size=7&since_id=41&category[in]=books,toys,tools,games,garden,kitchen,music,outdoor',
+  );
+  t.match(
+    first.body._links.next.href,
+    /^http:\/\/test\.local\/v1\/products\?page-size=7&cursor=[\w.-]+$/,
+    'the filters travel in the cursor',
+  );
   const second = await app.json(pathOf(first.body._links.next.href));
-  t.same(second.body.products.map((p: { id: number }) => p.id), [49, 50, 51, 52, 53, 54, 55]);
+  t.same(
+    second.body.products.map((p: { id: number }) => p.id),
+    [49, 50, 51, 52, 53, 54, 55],
+  );
   const third = await app.json(pathOf(second.body._links.next.href));
-  t.same(third.body.products.map((p: { id: number }) => p.id), [56, 57, 58, 59, 60]);
+  t.same(
+    third.body.products.map((p: { id: number }) => p.id),
+    [56, 57, 58, 59, 60],
+  );
   t.notOk(third.body._links.next, 'no next on the last chunk');
   t.same((await app.json('/v1/products?since_id=60')).body.products, []);
   t.notOk((await app.json('/v1/products?since_id=60')).body._links.next, 'no next on an empty chunk');
-  t.same((await app.json('/v1/events?since_id=28')).body.events.map((e: { id: number }) => e.id), [29, 30]);
-  t.same((await app.json('/v1/orders?since_id=0&page-size=2')).body.orders.map((o: { id: number }) => o.id), [1, 2]);
+  t.same(
+    (await app.json('/v1/events?since_id=28')).body.events.map((e: { id: number }) => e.id),
+    [29, 30],
+  );
+  t.same(
+    (await app.json('/v1/orders?since_id=0&page-size=2')).body.orders.map((o: { id: number }) => o.id),
+    [1, 2],
+  );
 
-  for (const query of ['since_id=5&sort=name', 'since_id=-1', 'since_id=abc', 'since_id=1.5', 'since_id=9007199254740992', 'since_id=5&page=1', 'since_id=5&count=none']) {
+  for (const query of [
+    'since_id=5&sort=name',
+    'since_id=-1',
+    'since_id=abc',
+    'since_id=1.5',
+    'since_id=9007199254740992',
+    'since_id=5&page=1',
+    'since_id=5&count=none',
+  ]) {
     const { status, body } = await app.json(`/v1/products?${query}`);
     t.equal(status, 400, query);
     t.equal(body.code, 'invalid_parameter', query);

@@ -3,7 +3,7 @@ import postgres from 'postgres';
 import t from 'tap';
 // mulberry32, seeded, so a failure replays.
 import { random } from '../../db/seed.ts';
-import { testApp, pathOf, type TestApp } from '../helpers/app.ts';
+import { pathOf, type TestApp, testApp } from '../helpers/app.ts';
 
 type Row = { id: number; a: number | string; b: string };
 
@@ -30,9 +30,11 @@ const scenarios: Scenario[] = [
     compare: (x, y) => -cmp(x.a, y.a) || -cmp(x.id, y.id),
     keys: (next) => ({ a: stamp(Math.floor(next() * 40)), b: '' }),
     insert: async (sql, keys) =>
-      (await sql`insert into orders (customer_id, status, total_cents, created_at)
+      (
+        await sql`insert into orders (customer_id, status, total_cents, created_at)
         select 1, 'paid', 1000, t::timestamptz from unnest(${keys.map((k) => k.a as string)}::text[]) as t
-        returning id, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as a`).map((r) => ({
+        returning id, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as a`
+      ).map((r) => ({
         id: Number(r.id),
         a: r.a as string,
         b: '',
@@ -46,10 +48,12 @@ const scenarios: Scenario[] = [
     compare: (x, y) => -cmp(x.a, y.a) || cmp(x.b, y.b) || cmp(x.id, y.id),
     keys: (next) => ({ a: 100 * (1 + Math.floor(next() * 5)), b: stamp(Math.floor(next() * 8)) }),
     insert: async (sql, keys) =>
-      (await sql`insert into products (name, category, price_cents, created_at)
+      (
+        await sql`insert into products (name, category, price_cents, created_at)
         select 'New', 'books', p, c::timestamptz
         from unnest(${keys.map((k) => k.a as number)}::int[], ${keys.map((k) => k.b)}::text[]) as u(p, c)
-        returning id, price_cents as a, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as b`).map((r) => ({
+        returning id, price_cents as a, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as b`
+      ).map((r) => ({
         id: Number(r.id),
         a: Number(r.a),
         b: r.b as string,
@@ -61,7 +65,10 @@ const scenarios: Scenario[] = [
 async function initialRows(app: TestApp, scenario: Scenario, next: () => number): Promise<Row[]> {
   const other = postgres(app.database.url, { max: 1, onnotice: () => {} });
   try {
-    return await scenario.insert(other, Array.from({ length: 300 }, () => scenario.keys(next)));
+    return await scenario.insert(
+      other,
+      Array.from({ length: 300 }, () => scenario.keys(next)),
+    );
   } finally {
     await other.end();
   }
@@ -88,7 +95,10 @@ for (const scenario of scenarios) {
       if (++chunks > 200) throw new Error('The walk does not end');
       // While the chunk is being read, the other connection inserts rows that sort at or before the position.
       const behindKeys = position ? Array.from({ length: 2 }, () => scenario.keys(next)) : [];
-      const [response, concurrent]: [Awaited<ReturnType<TestApp["json"]>>, Row[]] = await Promise.all([app.json(url), scenario.insert(other, behindKeys)]);
+      const [response, concurrent]: [Awaited<ReturnType<TestApp['json']>>, Row[]] = await Promise.all([
+        app.json(url),
+        scenario.insert(other, behindKeys),
+      ]);
       for (const row of concurrent) {
         if (position && scenario.compare(row, position) < 0) insertedBehind.add(row.id);
         // A row that sorts ahead and committed during the request may or may not be in this chunk: not judged.
@@ -101,7 +111,10 @@ for (const scenario of scenarios) {
       if (!url || !position) break;
 
       // Between chunks: rows on both sides of the position, and deletes of rows not reached yet.
-      const rows = await scenario.insert(other, Array.from({ length: 4 }, () => scenario.keys(next)));
+      const rows = await scenario.insert(
+        other,
+        Array.from({ length: 4 }, () => scenario.keys(next)),
+      );
       for (const row of rows) {
         live.set(row.id, row);
         (scenario.compare(row, position) < 0 ? insertedBehind : insertedAhead).add(row.id);
@@ -120,13 +133,31 @@ for (const scenario of scenarios) {
 
     const ids = seen.map((row) => row.id);
     t.equal(new Set(ids).size, ids.length, 'no item is repeated');
-    t.ok(seen.every((row, i) => i === 0 || scenario.compare(seen[i - 1]!, row) < 0), 'items come in the order of the walk');
+    t.ok(
+      seen.every((row, i) => i === 0 || scenario.compare(seen[i - 1]!, row) < 0),
+      'items come in the order of the walk',
+    );
     const seenIds = new Set(ids);
     const missing = initial.filter((row) => !deleted.has(row.id) && !seenIds.has(row.id));
     t.same(missing, [], 'no item that existed throughout is skipped');
-    t.same(ids.filter((id) => insertedBehind.has(id)), [], 'no item inserted behind the position shows up');
-    t.same(ids.filter((id) => deleted.has(id)), [], 'no deleted item shows up');
-    t.same([...insertedAhead].filter((id) => !seenIds.has(id)), [], 'items inserted ahead of the position are reached');
-    t.ok(insertedBehind.size > 20 && deleted.size > 3 && insertedAhead.size > 20, `the walk met concurrent writes (${insertedBehind.size} behind, ${insertedAhead.size} ahead, ${deleted.size} deleted)`);
+    t.same(
+      ids.filter((id) => insertedBehind.has(id)),
+      [],
+      'no item inserted behind the position shows up',
+    );
+    t.same(
+      ids.filter((id) => deleted.has(id)),
+      [],
+      'no deleted item shows up',
+    );
+    t.same(
+      [...insertedAhead].filter((id) => !seenIds.has(id)),
+      [],
+      'items inserted ahead of the position are reached',
+    );
+    t.ok(
+      insertedBehind.size > 20 && deleted.size > 3 && insertedAhead.size > 20,
+      `the walk met concurrent writes (${insertedBehind.size} behind, ${insertedAhead.size} ahead, ${deleted.size} deleted)`,
+    );
   });
 }

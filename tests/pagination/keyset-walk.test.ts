@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import t from 'tap';
-import { testApp, type TestApp } from '../helpers/app.ts';
+import { type TestApp, testApp } from '../helpers/app.ts';
 
 type Key = { field: string; descending: boolean };
 
@@ -47,25 +47,38 @@ interface Filter {
 }
 
 const inFilter = (field: string, values: readonly string[]) =>
-  fc.subarray([...values], { minLength: 1 }).map((chosen): Filter => ({
-    param: `${field}[in]=${chosen.join(',')}`,
-    where: `${columns[field]} in (${chosen.map(quote).join(', ')})`,
-  }));
+  fc.subarray([...values], { minLength: 1 }).map(
+    (chosen): Filter => ({
+      param: `${field}[in]=${chosen.join(',')}`,
+      where: `${columns[field]} in (${chosen.map(quote).join(', ')})`,
+    }),
+  );
 const eqFilter = (field: string, values: readonly (string | number)[]) =>
-  fc.constantFrom(...values).map((v): Filter => ({ param: `${field}=${v}`, where: `${columns[field]} = ${typeof v === 'number' ? v : quote(v)}` }));
+  fc
+    .constantFrom(...values)
+    .map((v): Filter => ({ param: `${field}=${v}`, where: `${columns[field]} = ${typeof v === 'number' ? v : quote(v)}` }));
 const rangeFilter = (field: string, ops: readonly (readonly [string, string])[], values: readonly number[]) =>
-  fc.tuple(fc.constantFrom(...ops), fc.constantFrom(...values)).map(([[op, sqlOp], v]): Filter => ({
-    param: `${field}[${op}]=${v}`,
-    where: `${columns[field]} ${sqlOp} ${v}`,
-  }));
-const ranges = [['lt', '<'], ['lte', '<='], ['gt', '>'], ['gte', '>=']] as const;
+  fc.tuple(fc.constantFrom(...ops), fc.constantFrom(...values)).map(
+    ([[op, sqlOp], v]): Filter => ({
+      param: `${field}[${op}]=${v}`,
+      where: `${columns[field]} ${sqlOp} ${v}`,
+    }),
+  );
+const ranges = [
+  ['lt', '<'],
+  ['lte', '<='],
+  ['gt', '>'],
+  ['gte', '>='],
+] as const;
 
 const filterArbs = {
   products: [
     inFilter('category', ['books', 'toys', 'tools', 'garden']),
     eqFilter('category', ['books', 'toys']),
     rangeFilter('priceCents', [...ranges, ['eq', '=']], [100, 250, 300, 500]),
-    fc.constantFrom('A', 'a', 'Dr', 'Drum ', 'Z', 'x').map((p): Filter => ({ param: `name[prefix]=${encodeURIComponent(p)}`, where: `name like ${quote(p + '%')}` })),
+    fc
+      .constantFrom('A', 'a', 'Dr', 'Drum ', 'Z', 'x')
+      .map((p): Filter => ({ param: `name[prefix]=${encodeURIComponent(p)}`, where: `name like ${quote(`${p}%`)}` })),
   ],
   orders: [
     inFilter('status', ['paid', 'pending', 'shipped']),
@@ -94,12 +107,18 @@ function queryArb(collection: 'products' | 'orders' | 'events') {
   const sort =
     fields.length === 0
       ? fc.constant([] as Key[])
-      : fc.uniqueArray(fc.record({ field: fc.constantFrom<string>(...fields), descending: fc.boolean() }), { maxLength: 3, selector: (k) => k.field });
+      : fc.uniqueArray(fc.record({ field: fc.constantFrom<string>(...fields), descending: fc.boolean() }), {
+          maxLength: 3,
+          selector: (k) => k.field,
+        });
   // events offer the cursor variant only through since_id
   const start: fc.Arbitrary<Start> =
     collection === 'events'
       ? fc.integer({ min: 0, max: 420 }).map((id) => ({ kind: 'since', id }))
-      : fc.oneof(fc.constant({ kind: 'first' } as Start), fc.integer({ min: 0, max: 420 }).map((id): Start => ({ kind: 'since', id })));
+      : fc.oneof(
+          fc.constant({ kind: 'first' } as Start),
+          fc.integer({ min: 0, max: 420 }).map((id): Start => ({ kind: 'since', id })),
+        );
   return fc.record({
     filters: fc.uniqueArray(fc.oneof(...filterArbs[collection]), { maxLength: 3, selector: (f) => f.param.split(/[=[]/)[0] }),
     sort,
@@ -190,7 +209,11 @@ t.test('events: the time variant walks both ways and matches plain SQL', async (
         }
         const rows = await app.database.sql.unsafe(`select id from events where ${where.join(' and ')} order by ${order}`);
         const seen = await walk(app, `/v1/events?${params.join('&')}`, pageSizes);
-        assert.deepEqual(seen, rows.map((r) => Number(r.id)), params.join('&'));
+        assert.deepEqual(
+          seen,
+          rows.map((r) => Number(r.id)),
+          params.join('&'),
+        );
       },
     ),
     { numRuns: 40, includeErrorInReport: true },

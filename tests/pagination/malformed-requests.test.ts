@@ -85,14 +85,21 @@ t.test('malformed or conflicting requests are a 400 that names the parameter', a
     t.equal(body.code, 'invalid_parameter', label);
     t.equal(body.status, 400, label);
     t.equal(body.title, 'Bad Request', label);
-    t.same(body.invalid_params.map((p: { name: string }) => p.name), names, label);
+    t.same(
+      body.invalid_params.map((p: { name: string }) => p.name),
+      names,
+      label,
+    );
     for (const name of names) t.ok(body.detail.includes(name), `${label}: detail names ${name}`);
   }
   // At the bound is taken: 1024 characters of filters as links write them.
   const atBound = await request(`/v1/products?limit=5&name[prefix]=${':'.repeat(337)}`);
   t.equal(atBound.status, 200, '"name[prefix]=" and 337 colons: 1024 characters as links write them');
   const tooLong = await (await request(`/v1/products?name[prefix]=${':'.repeat(338)}`)).json();
-  t.equal(tooLong.invalid_params[0].reason, 'makes the filters, sort and count, as links write them, 1027 characters long; at most 1024 are allowed');
+  t.equal(
+    tooLong.invalid_params[0].reason,
+    'makes the filters, sort and count, as links write them, 1027 characters long; at most 1024 are allowed',
+  );
 });
 
 t.test('odd requests on other collections and paths are answered, never with a 500', async (t) => {
@@ -103,14 +110,14 @@ t.test('odd requests on other collections and paths are answered, never with a 5
     '/v1/events?offset=1',
     '/v1/events?sort=id',
     '/v1/products?before=2026-13-01T00:00:00Z',
-    '/v1/products?' + 'a=1&'.repeat(500),
+    `/v1/products?${'a=1&'.repeat(500)}`,
     '/v1/products?&&&',
     '/v1/products?limit=5#frag',
     '/v1/%E0%A4%A',
     '/v1/products%00',
     '/v1/../v1/products',
     '/v1/products?name=%F0%9F%98%80',
-    '/v1/products?category[in]=' + 'a,'.repeat(100) + 'a',
+    `/v1/products?category[in]=${'a,'.repeat(100)}a`,
   ];
   for (const path of paths) {
     const res = await request(path);

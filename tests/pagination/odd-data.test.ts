@@ -9,9 +9,8 @@ import { startEmbedded } from '../../db/embedded.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { buildApp } from '../../lib/http/app.ts';
 import { parseConfig } from '../../lib/http/config.ts';
-import { serverUrl } from '../helpers/db.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
-
+import { serverUrl } from '../helpers/db.ts';
 
 /** A new database on `server` with all migrations applied, dropped at teardown. */
 async function newDatabase(t: Test, server: string): Promise<string> {
@@ -39,9 +38,21 @@ async function withSql<T>(url: string, fn: (sql: postgres.Sql) => Promise<T>, ti
 }
 
 const columns = [
-  { table: 'products', column: 'created_at', insert: (v: string) => `insert into products (name, category, price_cents, created_at) values ('odd', 'books', 1, '${v}')` },
-  { table: 'orders', column: 'created_at', insert: (v: string) => `insert into orders (customer_id, status, total_cents, created_at) values (1, 'paid', 1, '${v}')` },
-  { table: 'events', column: 'occurred_at', insert: (v: string) => `insert into events (type, source, occurred_at) values ('login', 'web', '${v}')` },
+  {
+    table: 'products',
+    column: 'created_at',
+    insert: (v: string) => `insert into products (name, category, price_cents, created_at) values ('odd', 'books', 1, '${v}')`,
+  },
+  {
+    table: 'orders',
+    column: 'created_at',
+    insert: (v: string) => `insert into orders (customer_id, status, total_cents, created_at) values (1, 'paid', 1, '${v}')`,
+  },
+  {
+    table: 'events',
+    column: 'occurred_at',
+    insert: (v: string) => `insert into events (type, source, occurred_at) values ('login', 'web', '${v}')`,
+  },
 ];
 
 // What RFC 3339 cannot print: infinite, BC (also one that is year 1 only in its own offset), year 10000 and on.
@@ -152,22 +163,35 @@ async function checkRefused(t: Test, url: string): Promise<void> {
   await withSql(url, async (sql) => {
     for (const { table, column, insert } of columns) {
       for (const value of refused) {
-        const error = await sql.unsafe(insert(value)).then(() => undefined, (e: unknown) => e as { code?: string; constraint_name?: string });
-        t.match(error, { code: '23514', constraint_name: `${table}_${column}_rfc3339` }, `${table}.${column} = ${value} is refused by its constraint`);
+        const error = await sql.unsafe(insert(value)).then(
+          () => undefined,
+          (e: unknown) => e as { code?: string; constraint_name?: string },
+        );
+        t.match(
+          error,
+          { code: '23514', constraint_name: `${table}_${column}_rfc3339` },
+          `${table}.${column} = ${value} is refused by its constraint`,
+        );
       }
       // An update cannot sneak one in either.
-      const update = await sql.unsafe(`update ${table} set ${column} = 'infinity'`).then(() => undefined, (e: unknown) => e as { constraint_name?: string });
+      const update = await sql.unsafe(`update ${table} set ${column} = 'infinity'`).then(
+        () => undefined,
+        (e: unknown) => e as { constraint_name?: string },
+      );
       t.match(update, { constraint_name: `${table}_${column}_rfc3339` }, `${table}: an update to infinity is refused`);
     }
   });
 }
 
-t.test('the test server (DATABASE_URL, PostgreSQL 15 here): odd values refused, edges print exactly and walk in any session time zone', async (t) => {
-  const url = await newDatabase(t, serverUrl());
-  await insertEdges(url);
-  await checkRefused(t, url);
-  for (const zone of ['UTC', 'Pacific/Kiritimati', 'America/St_Johns']) await checkWalks(t, url, zone);
-});
+t.test(
+  'the test server (DATABASE_URL, PostgreSQL 15 here): odd values refused, edges print exactly and walk in any session time zone',
+  async (t) => {
+    const url = await newDatabase(t, serverUrl());
+    await insertEdges(url);
+    await checkRefused(t, url);
+    for (const zone of ['UTC', 'Pacific/Kiritimati', 'America/St_Johns']) await checkWalks(t, url, zone);
+  },
+);
 
 t.test('embedded PostgreSQL 18: the same', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'odd-data-'));

@@ -49,9 +49,12 @@ t.test('walking next visits every matching row once, in SQL order', async (t) =>
       const keys = [...sort];
       if (keys.length > 0) query.push(`sort=${keys.map((k) => (k.descending ? '-' : '') + k.field).join(',')}`);
       const idAt = keys.findIndex((k) => k.field === 'id');
-      const order = idAt === -1 ? [...keys, { field: 'id' as const, descending: keys.at(-1)?.descending ?? false }] : keys.slice(0, idAt + 1);
+      const order =
+        idAt === -1 ? [...keys, { field: 'id' as const, descending: keys.at(-1)?.descending ?? false }] : keys.slice(0, idAt + 1);
       const orderSql = order.map((k) => `${sortKeys[k.field]} ${k.descending ? 'desc' : 'asc'}`).join(', ');
-      const expected = (await database.sql.unsafe(`select id from products where ${where.join(' and ')} order by ${orderSql}`)).map((r) => Number(r.id));
+      const expected = (await database.sql.unsafe(`select id from products where ${where.join(' and ')} order by ${orderSql}`)).map((r) =>
+        Number(r.id),
+      );
 
       const first = byPage ? `page=0&page-size=${size}` : `limit=${size}`;
       let url: string | undefined = `/v1/products?${[first, ...query].join('&')}`;

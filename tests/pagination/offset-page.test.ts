@@ -16,14 +16,20 @@ t.test('offset and page chunks', async (t) => {
     t.equal(body.offset, 0);
     t.equal(body.limit, 20);
     t.equal(body.size, SIZE);
-    t.same(body.products.map((p: any) => p.id), ids.slice(0, 20));
+    t.same(
+      body.products.map((p: any) => p.id),
+      ids.slice(0, 20),
+    );
     t.same(Object.keys(body.products[0]), ['id', 'name', 'category', 'priceCents', 'createdAt']);
     t.match(body.products[0].createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
   });
 
   t.test('SPEC 2.1 rule 1: the next offset is offset + limit; links self/next/prev/first/last', async (t) => {
     const { body } = await json('/v1/products?limit=7&offset=40');
-    t.same(body.products.map((p: any) => p.id), ids.slice(40, 47));
+    t.same(
+      body.products.map((p: any) => p.id),
+      ids.slice(40, 47),
+    );
     t.equal(body._links.self.href, 'http://test.local/v1/products?limit=7&offset=40');
     t.equal(body._links.next.href, 'http://test.local/v1/products?limit=7&offset=47');
     t.equal(body._links.prev.href, 'http://test.local/v1/products?limit=7&offset=33');
@@ -71,14 +77,20 @@ t.test('offset and page chunks', async (t) => {
     t.equal(body.page, 3);
     t.equal(body.pageSize, 9);
     t.equal(body.totalPages, Math.ceil(SIZE / 9));
-    t.same(body.products.map((p: any) => p.id), ids.slice(27, 36));
+    t.same(
+      body.products.map((p: any) => p.id),
+      ids.slice(27, 36),
+    );
     t.equal(body._links.next.href, 'http://test.local/v1/products?page=4&page-size=9');
     t.equal(body._links.prev.href, 'http://test.local/v1/products?page=2&page-size=9');
     t.equal(body._links.first.href, 'http://test.local/v1/products?page=0&page-size=9');
     t.equal(body._links.last.href, `http://test.local/v1/products?page=${Math.ceil(SIZE / 9) - 1}&page-size=9`);
     const byPage = await json('/v1/products?page=0');
     t.equal(byPage.body.pageSize, 20, 'page-size defaults to 20');
-    t.same(byPage.body.products.map((p: any) => p.id), ids.slice(0, 20));
+    t.same(
+      byPage.body.products.map((p: any) => p.id),
+      ids.slice(0, 20),
+    );
   });
 
   t.test('SPEC 4.1 rule 1: offset and page are interchangeable', async (t) => {
@@ -119,7 +131,10 @@ t.test('offset and page chunks', async (t) => {
     const expected = rows.map((row) => Number(row.id));
     const path = '/v1/products?limit=10&offset=10&category[in]=toys,books&priceCents[gte]=5000&sort=-priceCents';
     const { body } = await json(path);
-    t.same(body.products.map((p: any) => p.id), expected.slice(10, 20));
+    t.same(
+      body.products.map((p: any) => p.id),
+      expected.slice(10, 20),
+    );
     t.equal(body.size, expected.length);
     for (const rel of ['self', 'next', 'prev', 'first', 'last']) {
       t.match(body._links[rel].href, /&category\[in\]=toys,books&priceCents\[gte\]=5000&sort=-priceCents$/, rel);
@@ -163,7 +178,11 @@ t.test('offset and page chunks', async (t) => {
       const column = { name: 'name', priceCents: 'price_cents', createdAt: 'created_at', id: 'id' }[sort.replace('-', '')]!;
       const dir = sort.startsWith('-') ? 'desc' : 'asc';
       const rows = await database.sql.unsafe(`select id from products order by ${column} ${dir}, id ${dir} limit 100`);
-      t.same(body.products.map((p: any) => p.id), rows.map((r) => Number(r.id)), sort);
+      t.same(
+        body.products.map((p: any) => p.id),
+        rows.map((r) => Number(r.id)),
+        sort,
+      );
     }
   });
 

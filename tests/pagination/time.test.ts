@@ -1,6 +1,6 @@
 // The time variant on events: ties on one timestamp, prev and poll links, microseconds, before/after parsing.
 import t from 'tap';
-import { testApp, pathOf, type TestApp } from '../helpers/app.ts';
+import { pathOf, type TestApp, testApp } from '../helpers/app.ts';
 
 const T = '2026-03-01T12:00:00.500000Z';
 
@@ -22,8 +22,6 @@ async function follow(app: TestApp, path: string, rel: 'next' | 'prev', limit = 
   }
   return walk;
 }
-
-const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 async function thousandTies(app: TestApp): Promise<number[]> {
   const rows = await app.database.sql`insert into events (type, source, occurred_at)
@@ -64,7 +62,10 @@ t.test('prev moves the other way without skipping or repeating tied items', asyn
   // prev of a middle chunk: the items just before it, in the other direction.
   const third = older.chunks[2];
   const prev = await app.json(pathOf(third._links.prev.href));
-  t.same(prev.body.events.map((e: { id: number }) => e.id), [...older.chunks[1].events].reverse().map((e: { id: number }) => e.id));
+  t.same(
+    prev.body.events.map((e: { id: number }) => e.id),
+    [...older.chunks[1].events].reverse().map((e: { id: number }) => e.id),
+  );
 
   const newer = await follow(app, '/v1/events?page-size=7&after=2026-03-01T00:00:00Z', 'next');
   const middle = newer.chunks[5];
@@ -91,14 +92,22 @@ t.test('poll: the newest chunk links to where new items will appear; an empty po
   t.match(empty.headers.get('link'), /rel="poll"/);
   // prev of the empty poll chunk still reaches the last item seen (its position is inclusive that way).
   const back = await app.json(pathOf(empty.body._links.prev.href));
-  t.same(back.body.events.map((e: { id: number }) => e.id), ids.slice(-100).reverse(), "the link keeps page-size 100");
+  t.same(
+    back.body.events.map((e: { id: number }) => e.id),
+    ids.slice(-100).reverse(),
+    'the link keeps page-size 100',
+  );
 
   // New items: one on the very same timestamp (a larger id), two later; one older, behind the position.
   const added = await app.database.sql`insert into events (type, source, occurred_at) values
     ('login', 'web', ${T}::timestamptz), ('login', 'web', '2026-03-01T12:00:00.500001Z'),
     ('login', 'web', '2026-03-02T00:00:00Z'), ('login', 'web', '2026-03-01T11:00:00Z') returning id`;
   const fresh = await app.json(poll);
-  t.same(fresh.body.events.map((e: { id: number }) => e.id), added.slice(0, 3).map((r) => Number(r.id)), 'what arrived since, oldest first');
+  t.same(
+    fresh.body.events.map((e: { id: number }) => e.id),
+    added.slice(0, 3).map((r) => Number(r.id)),
+    'what arrived since, oldest first',
+  );
   t.notOk(fresh.body._links.next);
   const again = await app.json(pathOf(fresh.body._links.poll.href));
   t.same(again.body.events, [], 'polling on from there: nothing new');
@@ -109,7 +118,10 @@ t.test('poll: the newest chunk links to where new items will appear; an empty po
   t.ok(future.body._links.poll, 'an after chunk that is empty now still links to where new items will appear');
   await app.database.sql`insert into events (type, source, occurred_at) values ('signup', 'api', '2030-01-01T00:00:00.000001Z')`;
   const arrived = await app.json(pathOf(future.body._links.poll.href));
-  t.same(arrived.body.events.map((e: { occurredAt: string }) => e.occurredAt), ['2030-01-01T00:00:00.000001Z']);
+  t.same(
+    arrived.body.events.map((e: { occurredAt: string }) => e.occurredAt),
+    ['2030-01-01T00:00:00.000001Z'],
+  );
 });
 
 t.test('microseconds survive end to end', async (t) => {
@@ -127,7 +139,10 @@ t.test('microseconds survive end to end', async (t) => {
   // Walking one by one keeps each microsecond apart: no two items a microsecond apart merge or vanish.
   const walk = await follow(app, '/v1/events?page-size=1&after=2026-05-05T05:05:05Z', 'next');
   t.same(walk.ids.length, 3);
-  t.same(walk.chunks.flatMap((c) => c.events.map((e: { occurredAt: string }) => e.occurredAt)), stamps);
+  t.same(
+    walk.chunks.flatMap((c) => c.events.map((e: { occurredAt: string }) => e.occurredAt)),
+    stamps,
+  );
 });
 
 t.test('before and after: defined answers for every input', async (t) => {
@@ -172,7 +187,12 @@ t.test('before and after: defined answers for every input', async (t) => {
     t.equal(status, 400, query);
     t.equal(body.code, 'invalid_parameter', query);
   }
-  for (const query of ['after=2026-01-01T00:00:00.1Z', 'before=9999-12-31T23:59:59.999999Z', 'after=0001-01-01T00:00:00Z', 'page-size=100']) {
+  for (const query of [
+    'after=2026-01-01T00:00:00.1Z',
+    'before=9999-12-31T23:59:59.999999Z',
+    'after=0001-01-01T00:00:00Z',
+    'page-size=100',
+  ]) {
     t.equal((await app.json(`/v1/events?${query}`)).status, 200, query);
   }
   const products = await app.json('/v1/products?after=2026-01-01T00:00:00Z');

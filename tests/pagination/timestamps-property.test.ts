@@ -8,11 +8,11 @@ import { products } from '../../db/schema.ts';
 import { buildApp } from '../../lib/http/app.ts';
 import { parseConfig } from '../../lib/http/config.ts';
 import { ApiError } from '../../lib/http/errors.ts';
+import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { keyLiteral } from '../../lib/pagination/keyset.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
-import { testDatabase } from '../helpers/db.ts';
 import { parseTimestamp } from '../../lib/pagination/timestamps.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { testDatabase } from '../helpers/db.ts';
 
 interface Parts {
   year: number;
@@ -45,8 +45,15 @@ function daysIn(year: number, month: number): number {
 }
 function valid(p: Parts): boolean {
   return (
-    p.year >= 1 && p.month >= 1 && p.month <= 12 && p.day >= 1 && p.day <= daysIn(p.year, p.month) &&
-    p.hour <= 23 && p.minute <= 59 && p.second <= 59 && p.fraction.length <= 6 &&
+    p.year >= 1 &&
+    p.month >= 1 &&
+    p.month <= 12 &&
+    p.day >= 1 &&
+    p.day <= daysIn(p.year, p.month) &&
+    p.hour <= 23 &&
+    p.minute <= 59 &&
+    p.second <= 59 &&
+    p.fraction.length <= 6 &&
     (p.offset === null || (p.offset.hours <= 15 && p.offset.minutes <= 59))
   );
 }
@@ -74,7 +81,11 @@ const parts: fc.Arbitrary<Parts> = fc.record({
   hour: edge([0, 23, 24], fc.integer({ min: 0, max: 24 })),
   minute: edge([0, 59, 60], fc.integer({ min: 0, max: 60 })),
   second: edge([0, 59, 60], fc.integer({ min: 0, max: 60 })),
-  fraction: fc.oneof(fc.constant(''), fc.constantFrom('0', '999999', '000001', '5'), fc.array(fc.constantFrom(...'0123456789'), { minLength: 1, maxLength: 7 }).map((digits) => digits.join(''))),
+  fraction: fc.oneof(
+    fc.constant(''),
+    fc.constantFrom('0', '999999', '000001', '5'),
+    fc.array(fc.constantFrom(...'0123456789'), { minLength: 1, maxLength: 7 }).map((digits) => digits.join('')),
+  ),
   t: fc.constantFrom('T' as const, 't' as const),
   offset: fc.option(
     fc.record({
@@ -165,7 +176,9 @@ t.test('offsets of ±16:00 to ±23:59 are a 400 that says the range', async (t) 
   for (const value of ['2025-01-01T00:00:00+16:00', '2025-01-01T00:00:00-23:59', '2025-01-01T00:00:00.5+19:30']) {
     const res = await app.request(`http://test.local/v1/events?after=${encodeURIComponent(value)}`);
     t.equal(res.status, 400, value);
-    t.same(((await res.json()) as { invalid_params: unknown }).invalid_params, [{ name: 'after', reason: 'must have a UTC offset from -15:59 to +15:59' }]);
+    t.same(((await res.json()) as { invalid_params: unknown }).invalid_params, [
+      { name: 'after', reason: 'must have a UTC offset from -15:59 to +15:59' },
+    ]);
   }
   for (const value of ['2025-01-01T00:00:00+15:59', '2025-01-01T00:00:00-15:59', '0001-01-01T00:00:00+15:59']) {
     t.equal((await app.request(`http://test.local/v1/events?after=${encodeURIComponent(value)}`)).status, 200, value);

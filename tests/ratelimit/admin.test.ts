@@ -1,6 +1,6 @@
 // The operator API: token checks, tiers (list, create, change, validate), keys (move, revoke).
 import t from 'tap';
-import { ADMIN_TOKEN, limitedApp, limits, type LimitedApp } from '../helpers/limiter.ts';
+import { ADMIN_TOKEN, type LimitedApp, limitedApp, limits } from '../helpers/limiter.ts';
 
 function admin(api: LimitedApp, method: string, path: string, body?: unknown, token = ADMIN_TOKEN) {
   return api.request(path, {
@@ -19,7 +19,12 @@ t.test('without ADMIN_TOKEN the operator API does not exist', async (t) => {
 
 t.test('no token is 401 unauthorized, a wrong one 403 forbidden, on every admin path', async (t) => {
   const api = await limitedApp(t);
-  for (const [method, path] of [['GET', '/admin/tiers'], ['PUT', '/admin/tiers/x'], ['DELETE', '/admin/keys/k'], ['GET', '/admin/nope']]) {
+  for (const [method, path] of [
+    ['GET', '/admin/tiers'],
+    ['PUT', '/admin/tiers/x'],
+    ['DELETE', '/admin/keys/k'],
+    ['GET', '/admin/nope'],
+  ]) {
     const none = await api.request(path!, { method });
     t.equal(none.status, 401, `${method} ${path}`);
     t.equal((await none.json()).code, 'unauthorized');

@@ -1,11 +1,17 @@
 // The concurrency cap: in-flight requests per client, exact; leases left behind expire by themselves.
 import postgres from 'postgres';
 import t from 'tap';
-import { databaseLimiter, type Decision } from '../../lib/ratelimit/limiter.ts';
+import { type Decision, databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { chargedUnits, limitedApp, limits, liveLeases } from '../helpers/limiter.ts';
 
 /** An anonymous decision for `address`, as the middleware asks for it. */
-const anonymous = (address: string, clockOffset = 0) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset });
+const anonymous = (address: string, clockOffset = 0) => ({
+  keyHash: undefined,
+  ipSubject: `ip:${address}`,
+  ipTier: 'anonymous',
+  cost: 1,
+  clockOffset,
+});
 
 /** Polls `done` every 20 ms for up to `ms`; the assertion that follows says whether it came true. */
 async function until(done: () => Promise<boolean>, ms = 2_000): Promise<void> {
@@ -59,7 +65,10 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
 
   await products.unlock();
   const served = await Promise.all(inFlight);
-  t.same(served.map((res) => res.status), [200, 200]);
+  t.same(
+    served.map((res) => res.status),
+    [200, 200],
+  );
   t.equal(await liveLeases(api.database.sql), 0, 'every lease was released');
   t.equal((await api.request('/v1/products?count=none')).status, 200, 'the cap is free again');
 });
@@ -79,7 +88,10 @@ t.test('with every pool connection busy on slow data queries, the limiter still 
   t.equal((await declined.json()).code, 'Request_limit_exceeded');
 
   await products.unlock();
-  t.same((await Promise.all(admitted)).map((res) => res.status), [200, 200, 200, 200, 200, 200]);
+  t.same(
+    (await Promise.all(admitted)).map((res) => res.status),
+    [200, 200, 200, 200, 200, 200],
+  );
 });
 
 t.test('a lease that a dead instance left behind expires by itself', async (t) => {
@@ -197,7 +209,10 @@ t.test('two statements in flight at most: what is asked for meanwhile goes as th
   t.same([(await first).outcome, (await second).outcome], ['ok', 'ok']);
   const results = await Promise.all(later);
   t.equal(statements(), 4, 'then the five decisions and the release go as one statement');
-  t.same(results.slice(0, 5).map((decision) => (decision as Decision).outcome), ['ok', 'ok', 'ok', 'ok', 'ok']);
+  t.same(
+    results.slice(0, 5).map((decision) => (decision as Decision).outcome),
+    ['ok', 'ok', 'ok', 'ok', 'ok'],
+  );
   t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.1'), 2, 'the released lease is free, the two taken after it held');
 });
 

@@ -1,11 +1,11 @@
 // The cost rule: page size, exact counts, the rows an offset skips, sorts no index serves; charged through the limiter.
 import t from 'tap';
 import { products } from '../../db/schema.ts';
-import { requestCost } from '../../lib/ratelimit/cost.ts';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
-import { defineCollection, type CollectionDeclaration } from '../../lib/pagination/registry.ts';
-import { limitedApp, limits } from '../helpers/limiter.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { type CollectionDeclaration, defineCollection } from '../../lib/pagination/registry.ts';
+import { requestCost } from '../../lib/ratelimit/cost.ts';
+import { limitedApp, limits } from '../helpers/limiter.ts';
 
 const demo = demoRegistry();
 const productsCollection = demo.get('products')!;
@@ -91,18 +91,15 @@ t.test('a sort whose first key has no index costs the declared surcharge, in eve
 
 t.test('a declaration must price every order it offers', async (t) => {
   const { unindexedSort: _, ...costWithout } = withUnindexedName.cost;
-  t.throws(
-    () => defineCollection({ ...withUnindexedName, cost: costWithout }),
-    { message: 'Invalid collection unindexed: name has no index declared in its cost rule, so the rule needs a positive unindexedSort' },
-  );
-  t.throws(
-    () => defineCollection({ ...withUnindexedName, cost: { ...withUnindexedName.cost, indexed: { id: 0 } } }),
-    { message: 'Invalid collection unindexed: cost of the index on id must be a positive whole number of rows' },
-  );
-  t.throws(
-    () => defineCollection({ ...withUnindexedName, cost: { ...withUnindexedName.cost, indexed: { nope: 10 } } }),
-    { message: 'Invalid collection unindexed: cost of an index on unknown field nope' },
-  );
+  t.throws(() => defineCollection({ ...withUnindexedName, cost: costWithout }), {
+    message: 'Invalid collection unindexed: name has no index declared in its cost rule, so the rule needs a positive unindexedSort',
+  });
+  t.throws(() => defineCollection({ ...withUnindexedName, cost: { ...withUnindexedName.cost, indexed: { id: 0 } } }), {
+    message: 'Invalid collection unindexed: cost of the index on id must be a positive whole number of rows',
+  });
+  t.throws(() => defineCollection({ ...withUnindexedName, cost: { ...withUnindexedName.cost, indexed: { nope: 10 } } }), {
+    message: 'Invalid collection unindexed: cost of an index on unknown field nope',
+  });
 });
 
 t.test('through the limiter, Remaining drops by the cost, capped at the allowance', async (t) => {
@@ -138,11 +135,37 @@ t.test('cost and selection agree: a 400 of any kind costs 1, a served chunk cost
   const { testApp } = await import('../helpers/app.ts');
   const api = await testApp(t, { seed: { products: 30, orders: 30, events: 30 }, env: { CURSOR_SECRET: SECRET } });
   const queries = [
-    '', 'limit=5', 'limit=005', 'limit=100', 'limit=0100', 'offset=0', 'offset=20&limit=5', 'page=1', 'page=1&page-size=020',
-    'page-size=20', 'page-size=100&count=none', 'count=estimated', 'count=none&offset=5000', 'sort=nope', 'limit=5&sort=nope',
-    'sort=-name', 'since_id=3', 'since_id=3&sort=id', 'before=2025-01-01T00:00:00Z', 'after=2025-01-01T00:00:00Z&page-size=50',
-    'cursor=abc', 'cursor=abc&page-size=100', `cursor=${cursorOf({ s: 'id', k: [3] })}`, 'count=exact&page-size=100',
-    'category=books', 'status=paid', 'type=click', 'nope=1', 'limit=5&page=1', 'limit=1&limit=2', 'page-size=100&count=none&sort=name',
+    '',
+    'limit=5',
+    'limit=005',
+    'limit=100',
+    'limit=0100',
+    'offset=0',
+    'offset=20&limit=5',
+    'page=1',
+    'page=1&page-size=020',
+    'page-size=20',
+    'page-size=100&count=none',
+    'count=estimated',
+    'count=none&offset=5000',
+    'sort=nope',
+    'limit=5&sort=nope',
+    'sort=-name',
+    'since_id=3',
+    'since_id=3&sort=id',
+    'before=2025-01-01T00:00:00Z',
+    'after=2025-01-01T00:00:00Z&page-size=50',
+    'cursor=abc',
+    'cursor=abc&page-size=100',
+    `cursor=${cursorOf({ s: 'id', k: [3] })}`,
+    'count=exact&page-size=100',
+    'category=books',
+    'status=paid',
+    'type=click',
+    'nope=1',
+    'limit=5&page=1',
+    'limit=1&limit=2',
+    'page-size=100&count=none&sort=name',
   ];
   for (const name of ['products', 'orders', 'events']) {
     const collection = demo.get(name)!;
@@ -156,7 +179,10 @@ t.test('cost and selection agree: a 400 of any kind costs 1, a served chunk cost
         const size = Number(body.limit ?? body.pageSize);
         const exact = (typeof body.size === 'number' || typeof body.totalPages === 'number') && !/(^|&)count=(estimated|none)/.test(query);
         const counted = exact ? collection.cost.exactCount : 0;
-        t.ok(cost >= Math.ceil(size / collection.cost.itemsPerUnit) + counted, `${name}?${query}: cost ${cost} covers ${size} items${counted ? ' and an exact count' : ''}`);
+        t.ok(
+          cost >= Math.ceil(size / collection.cost.itemsPerUnit) + counted,
+          `${name}?${query}: cost ${cost} covers ${size} items${counted ? ' and an exact count' : ''}`,
+        );
       }
     }
   }

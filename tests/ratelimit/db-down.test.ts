@@ -40,8 +40,12 @@ t.test('503 while the database is away, served again when it is back', async (t)
       try {
         const res = await fetch(`${server.url}${route}`, { signal: AbortSignal.timeout(10_000) });
         await res.arrayBuffer();
-        samples.push({ phase, path: route, sample: { status: res.status, ms: performance.now() - started, retryAfter: res.headers.get('retry-after') } });
-      } catch (error) {
+        samples.push({
+          phase,
+          path: route,
+          sample: { status: res.status, ms: performance.now() - started, retryAfter: res.headers.get('retry-after') },
+        });
+      } catch {
         samples.push({ phase, path: route, sample: { status: 0, ms: performance.now() - started, retryAfter: null } });
       }
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -63,10 +67,22 @@ t.test('503 while the database is away, served again when it is back', async (t)
   t.ok(await waitFor(() => samples.length - downStart >= 20, 20_000), 'answers keep coming while the database is down');
   const down = samples.slice(downStart).filter((s) => s.phase === 'down');
   t.ok(down.length >= 20);
-  t.ok(down.every((s) => s.sample.status === 503), `all 503: ${[...new Set(down.map((s) => s.sample.status))]}`);
-  t.ok(down.every((s) => s.sample.retryAfter === '1'), 'with Retry-After');
-  t.ok(down.every((s) => s.sample.ms < 3000), `quick: slowest ${Math.round(Math.max(...down.map((s) => s.sample.ms)))} ms`);
-  t.ok(down.some((s) => s.path === '/readyz'), '/readyz is 503 as well');
+  t.ok(
+    down.every((s) => s.sample.status === 503),
+    `all 503: ${[...new Set(down.map((s) => s.sample.status))]}`,
+  );
+  t.ok(
+    down.every((s) => s.sample.retryAfter === '1'),
+    'with Retry-After',
+  );
+  t.ok(
+    down.every((s) => s.sample.ms < 3000),
+    `quick: slowest ${Math.round(Math.max(...down.map((s) => s.sample.ms)))} ms`,
+  );
+  t.ok(
+    down.some((s) => s.path === '/readyz'),
+    '/readyz is 503 as well',
+  );
   t.equal(server.child.exitCode, null, 'the server did not crash');
 
   pg = await startEmbedded({ dataDir, port: pgPort });

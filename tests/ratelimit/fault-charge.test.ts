@@ -2,7 +2,7 @@
 // not sent once it is back.
 import t from 'tap';
 import { chargedUnits } from '../helpers/limiter.ts';
-import { proxiedService, sample, sleep, type Sample } from '../helpers/proxied.ts';
+import { proxiedService, type Sample, sample, sleep } from '../helpers/proxied.ts';
 
 t.test('decisions of requests answered 503 are not made after the database is back', async (t) => {
   const { database, proxy, server } = await proxiedService(t);
@@ -10,7 +10,10 @@ t.test('decisions of requests answered 503 are not made after the database is ba
   // One request after another: nothing is in flight at the moment the database goes away, so no
   // decision can be made on the server while its answer is lost.
   for (let i = 0; i < 5; i++) answers.push(await sample(server.url, '/v1'));
-  t.ok(answers.every((s) => s.status === 200), 'served before');
+  t.ok(
+    answers.every((s) => s.status === 200),
+    'served before',
+  );
 
   proxy.reset();
   proxy.accept('blackhole'); // connection attempts are never answered: statements wait for a connection
@@ -22,7 +25,10 @@ t.test('decisions of requests answered 503 are not made after the database is ba
   );
   const unavailable = answers.filter((s) => s.status === 503);
   t.ok(unavailable.length >= 4, `503 while the database is away (${unavailable.length})`);
-  t.ok(unavailable.every((s) => s.headers?.get('retry-after') === '1'), 'with Retry-After');
+  t.ok(
+    unavailable.every((s) => s.headers?.get('retry-after') === '1'),
+    'with Retry-After',
+  );
 
   // Back at once after the last 503, connection attempts under way included: a decision still held by the
   // driver would now be sent.
@@ -56,7 +62,11 @@ t.test('a decision still waiting for a connection when its request is answered 5
   await sleep(100);
   const second = sample(server.url, '/v1'); // a statement of its own, queued behind the first's connection
   const away = await Promise.all([first, second]);
-  t.same(away.map((s) => s.status), [503, 503], 'both answered 503');
+  t.same(
+    away.map((s) => s.status),
+    [503, 503],
+    'both answered 503',
+  );
   t.comment(`answered 503 after ${away.map((s) => Math.round(s.done - s.sent)).join(' and ')} ms`);
 
   proxy.accept('pass'); // the connection attempt under way now succeeds

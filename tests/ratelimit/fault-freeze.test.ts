@@ -1,7 +1,7 @@
 // Connections that go silent (bytes dropped both ways for 45 s) and are then reset, or whose backends are
 // terminated: the instance serves again at once, by itself, with no 500 and no hung request.
 import t from 'tap';
-import { proxiedService, sleep, steadyLoad, type Sample } from '../helpers/proxied.ts';
+import { proxiedService, type Sample, sleep, steadyLoad } from '../helpers/proxied.ts';
 
 const FREEZE_MS = 45_000;
 
@@ -16,7 +16,10 @@ t.test('frozen for 45 s, then reset: served again within 2 s of the reset, /read
   const paths = ['/v1/products?count=none', '/v1', '/readyz'];
   const load = steadyLoad(server.url, [...paths, '/v1/products?count=none'], 50);
   await sleep(2_000);
-  t.ok(paths.every((path) => load.samples.some((s) => s.path === path && s.status === 200)), 'served before');
+  t.ok(
+    paths.every((path) => load.samples.some((s) => s.path === path && s.status === 200)),
+    'served before',
+  );
 
   proxy.freeze();
   const frozenAt = performance.now();
@@ -33,13 +36,31 @@ t.test('frozen for 45 s, then reset: served again within 2 s of the reset, /read
   }
   const settled = load.samples.filter((s) => s.sent >= resetAt + 2_000);
   t.ok(settled.length > 20, 'requests kept coming after the reset');
-  t.same(settled.filter((s) => s.status !== 200).map((s) => `${s.path} ${s.status}`), [], 'from 2 s after the reset on, every request is served');
+  t.same(
+    settled.filter((s) => s.status !== 200).map((s) => `${s.path} ${s.status}`),
+    [],
+    'from 2 s after the reset on, every request is served',
+  );
   for (const path of paths) {
-    t.comment(`${path}: first 200 sent after the freeze began came ${Math.round(firstServed(load.samples.filter((s) => s.sent >= frozenAt), path, frozenAt))} ms after it`);
+    t.comment(
+      `${path}: first 200 sent after the freeze began came ${Math.round(
+        firstServed(
+          load.samples.filter((s) => s.sent >= frozenAt),
+          path,
+          frozenAt,
+        ),
+      )} ms after it`,
+    );
   }
   const during = load.samples.filter((s) => s.sent >= frozenAt && s.sent < resetAt);
-  t.comment(`during the freeze: ${during.length} answers, ${during.filter((s) => s.status === 200).length} served; statuses ${[...new Set(during.map((s) => s.status))]}`);
-  t.same(load.samples.filter((s) => s.status === 500 || s.status === 0).map((s) => `${s.path} ${s.status}`), [], 'never a 500, never a request left without an answer for 10 s');
+  t.comment(
+    `during the freeze: ${during.length} answers, ${during.filter((s) => s.status === 200).length} served; statuses ${[...new Set(during.map((s) => s.status))]}`,
+  );
+  t.same(
+    load.samples.filter((s) => s.status === 500 || s.status === 0).map((s) => `${s.path} ${s.status}`),
+    [],
+    'never a 500, never a request left without an answer for 10 s',
+  );
   t.equal(server.child.exitCode, null, 'the server did not crash');
 });
 
@@ -57,11 +78,19 @@ t.test('every backend of the instance terminated under load: served again within
   await sleep(3_000);
   await load.stop();
   for (const path of paths) {
-    const ms = firstServed(load.samples.filter((s) => s.sent >= terminatedAt), path, terminatedAt);
+    const ms = firstServed(
+      load.samples.filter((s) => s.sent >= terminatedAt),
+      path,
+      terminatedAt,
+    );
     t.comment(`${path}: first 200 sent after the termination came ${Math.round(ms)} ms after it`);
     t.ok(ms <= 1_000, `${path} is served again within 1 s (${Math.round(ms)} ms)`);
   }
   const after = load.samples.filter((s) => s.sent >= terminatedAt);
   t.comment(`after the termination: ${after.length} answers, ${after.filter((s) => s.status !== 200).length} not 200`);
-  t.same(load.samples.filter((s) => s.status === 500 || s.status === 0).map((s) => `${s.path} ${s.status}`), [], 'never a 500 or a hang');
+  t.same(
+    load.samples.filter((s) => s.status === 500 || s.status === 0).map((s) => `${s.path} ${s.status}`),
+    [],
+    'never a 500 or a hang',
+  );
 });

@@ -1,8 +1,8 @@
 // Leases of requests that ended while the database was away are released once it is back, not after
 // their TTL: a client at its concurrency cap is served again at once.
 import t from 'tap';
-import { liveLeases } from '../helpers/limiter.ts';
 import { lockWaiters } from '../helpers/db.ts';
+import { liveLeases } from '../helpers/limiter.ts';
 import { proxiedService, sample, sleep } from '../helpers/proxied.ts';
 
 t.test('a client at its cap when the database went away is served right after it is back', async (t) => {
@@ -21,7 +21,11 @@ t.test('a client at its cap when the database went away is served right after it
   proxy.accept('refuse');
   await lock`commit`;
   const ended = await Promise.all(holding);
-  t.same(ended.map((s) => s.status), [503, 503], 'the requests in flight are answered 503');
+  t.same(
+    ended.map((s) => s.status),
+    [503, 503],
+    'the requests in flight are answered 503',
+  );
   t.equal(await liveLeases(database.sql), 2, 'their leases are still held');
   await sleep(3_000);
 

@@ -1,9 +1,9 @@
 // Housekeeping: the rows of quiet subjects go away, removed by whichever instance takes the lock.
 import postgres from 'postgres';
 import t from 'tap';
+import { housekeep } from '../../lib/ratelimit/housekeeping.ts';
 import { databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { limitedApp } from '../helpers/limiter.ts';
-import { housekeep } from '../../lib/ratelimit/housekeeping.ts';
 
 async function rows(sql: postgres.Sql): Promise<number> {
   const [row] = await sql`select count(*)::int as n from rate_windows`;
@@ -16,7 +16,13 @@ t.test('only the rows of subjects quiet for a minute are removed', async (t) => 
   for (let i = 0; i < 20; i++) await api.request('/v1', { address: `198.51.100.${i}` });
   await api.request('/v1/keys', { method: 'POST' }); // a registration counter, one hour long
   // A lease of 5 s left behind by an instance that died; its unit counts for 11 s.
-  await databaseLimiter(api.database.sql, 5).decide({ keyHash: undefined, ipSubject: 'ip:203.0.113.1', ipTier: 'anonymous', cost: 1, clockOffset: 0 });
+  await databaseLimiter(api.database.sql, 5).decide({
+    keyHash: undefined,
+    ipSubject: 'ip:203.0.113.1',
+    ipTier: 'anonymous',
+    cost: 1,
+    clockOffset: 0,
+  });
   t.equal(await rows(api.database.sql), 22, 'one row per client');
 
   t.equal(await housekeep(api.database.sql, 0), 0, 'nothing is quiet yet');

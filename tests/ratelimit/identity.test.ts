@@ -1,13 +1,13 @@
 // Who is counted: keys, unknown/revoked/malformed keys, addresses, IPv6 prefixes, X-Forwarded-For; and the cost rule.
 import t from 'tap';
+import { seedTable } from '../../db/seed.ts';
+import type { TrustProxy } from '../../lib/http/forwarding.ts';
+import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { requestCost } from '../../lib/ratelimit/cost.ts';
 import { addressSubject, clientSubject, parseAuthorization } from '../../lib/ratelimit/identity.ts';
-import { seedTable } from '../../db/seed.ts';
 import { testDatabase } from '../helpers/db.ts';
-import { ADMIN_TOKEN, limitedApp, limits, type LimitedApp } from '../helpers/limiter.ts';
+import { ADMIN_TOKEN, type LimitedApp, limitedApp, limits } from '../helpers/limiter.ts';
 import { freePort, startServer } from '../helpers/servers.ts';
-import { type TrustProxy } from '../../lib/http/forwarding.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 
 t.test('addresses: IPv4 as is, IPv6 by /64, mapped IPv4 as IPv4, junk refused', async (t) => {
   t.equal(addressSubject('203.0.113.7'), '203.0.113.7');
@@ -17,7 +17,21 @@ t.test('addresses: IPv4 as is, IPv6 by /64, mapped IPv4 as IPv4, junk refused', 
   t.equal(addressSubject('fe80::1%eth0'), 'fe80:0:0:0::/64');
   t.equal(addressSubject('::ffff:198.51.100.4'), '198.51.100.4');
   t.equal(addressSubject('::1'), '0:0:0:0::/64');
-  for (const junk of ['', 'localhost', '1.2.3', '999.1.1.1', '2001:db8::1::2', 'g::1', '1.2.3.4:80', ' , ', '[2001:db8:1:2::9]', '1', '0x7f.1', '127.1', 'unknown']) {
+  for (const junk of [
+    '',
+    'localhost',
+    '1.2.3',
+    '999.1.1.1',
+    '2001:db8::1::2',
+    'g::1',
+    '1.2.3.4:80',
+    ' , ',
+    '[2001:db8:1:2::9]',
+    '1',
+    '0x7f.1',
+    '127.1',
+    'unknown',
+  ]) {
     t.equal(addressSubject(junk), undefined, JSON.stringify(junk));
   }
 });
@@ -43,7 +57,11 @@ t.test('X-Forwarded-For counts only from a trusted proxy: hop counts, addresses,
   t.equal(clientSubject('10.0.0.1', '::ffff:203.0.113.9', proxies), '203.0.113.9', 'a mapped client entry is IPv4');
   t.equal(clientSubject('10.0.0.1', ' , ', proxies), '10.0.0.1', 'an empty header: the proxy itself');
   for (const junk of ['garbage', '1.2.3.4, garbage', '203.0.113.9:4711', '[2001:db8::1]', 'unknown']) {
-    t.throws(() => clientSubject('10.0.0.1', junk, proxies), { status: 400, code: 'invalid_parameter', options: { invalidParams: [{ name: 'X-Forwarded-For' }] } }, junk);
+    t.throws(
+      () => clientSubject('10.0.0.1', junk, proxies),
+      { status: 400, code: 'invalid_parameter', options: { invalidParams: [{ name: 'X-Forwarded-For' }] } },
+      junk,
+    );
   }
   t.equal(clientSubject('10.0.0.1', 'garbage, 203.0.113.9', proxies), '203.0.113.9', 'junk further left than the client is never read');
   t.equal(clientSubject('203.0.113.50', 'garbage', proxies), '203.0.113.50', 'junk from an untrusted peer is ignored');
@@ -53,7 +71,15 @@ t.test('Authorization: only "Bearer <well-formed key>" is a key; anything else i
   t.equal(parseAuthorization(undefined).kind, 'none');
   t.equal(parseAuthorization(`Bearer pck_${'a'.repeat(32)}`).kind, 'key');
   t.equal(parseAuthorization(`bearer pck_${'a'.repeat(32)}`).kind, 'key');
-  for (const header of ['', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Bearer pck_${'a'.repeat(31)}`, 'Bearer a b', `Token pck_${'a'.repeat(32)}`]) {
+  for (const header of [
+    '',
+    'Bearer',
+    'Bearer ',
+    'Basic dXNlcjpwYXNz',
+    `Bearer pck_${'a'.repeat(31)}`,
+    'Bearer a b',
+    `Token pck_${'a'.repeat(32)}`,
+  ]) {
     t.equal(parseAuthorization(header).kind, 'malformed', JSON.stringify(header));
   }
 });
@@ -131,7 +157,7 @@ t.test('unknown, revoked and malformed keys: 401 invalid_api_key, counted agains
 
 t.test('no Authorization header, however odd, gets a 500', async (t) => {
   const api = await limitedApp(t);
-  const odd = ['Bearer \u00ff\u00fe', 'Bearer ' + 'x'.repeat(10_000), 'Bearer\tpck_x', '  ', 'Bearer pck_' + '\u00e9'.repeat(32)];
+  const odd = ['Bearer \u00ff\u00fe', `Bearer ${'x'.repeat(10_000)}`, 'Bearer\tpck_x', '  ', `Bearer pck_${'\u00e9'.repeat(32)}`];
   for (const value of odd) {
     const res = await api.request('/v1', { headers: { authorization: value } });
     t.equal(res.status, 401, JSON.stringify(value.slice(0, 20)));
@@ -185,7 +211,11 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
   const hops = await limitedApp(t, { env: { TRUST_PROXY: '2' } });
   await hops.setTier('anonymous', 1, 60, 4);
   t.equal((await hops.request('/v1', viaProxy('198.51.100.1, 10.0.0.9', '192.0.2.200'))).status, 200);
-  t.equal((await hops.request('/v1', viaProxy('198.51.100.1, 10.0.0.8', '192.0.2.201'))).status, 429, 'two hops: the second entry from the right');
+  t.equal(
+    (await hops.request('/v1', viaProxy('198.51.100.1, 10.0.0.8', '192.0.2.201'))).status,
+    429,
+    'two hops: the second entry from the right',
+  );
   t.same(await chargedSubjects(hops), ['ip:198.51.100.1']);
 });
 
@@ -203,21 +233,38 @@ t.test('over a real socket: forwarded headers count from a trusted peer only, fo
   const other = await startServer(t, await freePort(), { DATABASE_URL: db.url, TRUST_PROXY: '10.9.9.9' });
   const statuses = [];
   for (let i = 0; i < 3; i++) {
-    const res = await fetch(`${other.url}/v1/products?limit=1&count=none`, { headers: { ...forwarded, 'x-forwarded-for': `198.51.100.${i}` } });
+    const res = await fetch(`${other.url}/v1/products?limit=1&count=none`, {
+      headers: { ...forwarded, 'x-forwarded-for': `198.51.100.${i}` },
+    });
     statuses.push(res.status);
-    if (i === 0) t.equal((await res.json())._links.self.href, `${other.url}/v1/products?limit=1&offset=0&count=none`, 'links: the request\'s own origin');
+    if (i === 0)
+      t.equal(
+        (await res.json())._links.self.href,
+        `${other.url}/v1/products?limit=1&offset=0&count=none`,
+        "links: the request's own origin",
+      );
   }
   t.same(statuses, [200, 200, 429], 'a peer that is not the named proxy is counted by its socket address');
 
   const trusted = await startServer(t, await freePort(), { DATABASE_URL: db.url, TRUST_PROXY: 'loopback' });
   const res = await fetch(`${trusted.url}/v1/products?limit=1&count=none`, { headers: forwarded });
   t.equal(res.status, 200, 'another client than 127.0.0.1, which is over');
-  t.equal((await res.json())._links.self.href, 'https://public.example/v1/products?limit=1&offset=0&count=none', 'links: the forwarded origin');
+  t.equal(
+    (await res.json())._links.self.href,
+    'https://public.example/v1/products?limit=1&offset=0&count=none',
+    'links: the forwarded origin',
+  );
   const junk = await fetch(`${trusted.url}/v1/products?limit=1&count=none`, { headers: { 'x-forwarded-for': 'junk' } });
   t.equal(junk.status, 400);
   t.equal((await junk.json()).invalid_params[0].name, 'X-Forwarded-For');
   const rows = await db.sql`select subject, used from rate_windows order by subject`;
-  t.same(rows.map((row) => [row.subject, Number(row.used)]), [['ip:127.0.0.1', 2], ['ip:198.51.100.77', 1]]);
+  t.same(
+    rows.map((row) => [row.subject, Number(row.used)]),
+    [
+      ['ip:127.0.0.1', 2],
+      ['ip:198.51.100.77', 1],
+    ],
+  );
 });
 
 t.test('IPv6 clients are grouped by /64', async (t) => {

@@ -7,7 +7,7 @@ import { hashKey } from '../../lib/ratelimit/identity.ts';
 import { generateKey } from '../../lib/ratelimit/keys.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { ADMIN_TOKEN, chargedUnits, liveLeases } from '../helpers/limiter.ts';
-import { freePort, startServer, type ServerProcess } from '../helpers/servers.ts';
+import { freePort, type ServerProcess, startServer } from '../helpers/servers.ts';
 
 const CLIENTS = 64;
 
@@ -81,10 +81,10 @@ t.test('three instances, one database', async (t) => {
     await reserved`lock table products in access exclusive mode`;
     // 64 requests at once; the admitted ones stay in flight on the locked table.
     const pending = Array.from({ length: CLIENTS }, (_, i) =>
-      fetch(`${servers[i % 3]!.url}/v1/products?count=none`, bearer).then(async (res) => ({
-        status: res.status,
-        code: res.status === 429 ? (await res.json()).code : (await res.arrayBuffer(), undefined),
-      })),
+      fetch(`${servers[i % 3]!.url}/v1/products?count=none`, bearer).then(async (res) => {
+        const body = await res.text();
+        return { status: res.status, code: res.status === 429 ? (JSON.parse(body).code as string) : undefined };
+      }),
     );
     const declined: { status: number; code: string | undefined }[] = [];
     for (const p of pending) void p.then((r) => r.status === 429 && declined.push(r));
@@ -107,7 +107,10 @@ t.test('three instances, one database', async (t) => {
     const moved = await fetch(`${c.url}/v1`, bearer);
     t.equal(moved.headers.get('x-ratelimit-limit'), '6000', 'key tier change seen at instance c');
     await moved.arrayBuffer();
-    t.equal((await fetch(`${b.url}/admin/keys/${issued!.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status, 204);
+    t.equal(
+      (await fetch(`${b.url}/admin/keys/${issued!.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status,
+      204,
+    );
     t.equal((await adminCall(c, 'DELETE', '/admin/keys/key_hammer', undefined)).status, 204);
     const revoked = await fetch(`${a.url}/v1`, bearer);
     t.equal(revoked.status, 401, 'revocation seen at instance a');
