@@ -7,7 +7,7 @@ import { ApiError, type InvalidParam, invalidParameter } from './errors.ts';
 import { hasControlCharacter } from './text.ts';
 
 /** Every body the service takes is a small JSON object (a key's name, a tier): 4 KiB is plenty. */
-export const MAX_BODY_BYTES = 4096;
+const MAX_BODY_BYTES = 4096;
 
 /**
  * Refuses a body larger than `maxBytes` with a 413: at once when Content-Length says so, otherwise

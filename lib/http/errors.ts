@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 
 /** Every error code of the public contract, with its status (docs/api.md, "Error codes"). */
-export const errorStatus = {
+const errorStatus = {
   invalid_parameter: 400,
   invalid_cursor: 400,
   invalid_api_key: 401,

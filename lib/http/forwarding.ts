@@ -67,12 +67,13 @@ export function baseUrl(request: Request, config: Config, peer: string | undefin
     const host = request.headers.get('x-forwarded-host')?.split(',')[0]?.trim();
     if (proto === 'http' || proto === 'https') url.protocol = `${proto}:`;
     if (host && /^[A-Za-z0-9.\-:[\]]+$/.test(host)) {
-      try {
-        url.host = host;
-        // Setting a host without a port keeps the request's own port: the forwarded host has none.
-        if (!/:\d+$/.test(host)) url.port = '';
-      } catch {
-        // an unusable forwarded host: keep the request's own
+      // Read on its own: setting url.host to a value URL cannot read is silently ignored, not an error.
+      const origin = `${url.protocol}//${host}`;
+      const forwarded = URL.canParse(origin) ? new URL(origin) : undefined;
+      if (forwarded) {
+        url.hostname = forwarded.hostname;
+        // The forwarded host's own port, or none (the protocol's default).
+        url.port = forwarded.port;
       }
     }
   }

@@ -20,7 +20,7 @@ import type { Links } from './links.ts';
 import { MAX_SAFE, parseInteger } from './params.ts';
 import { type Collection, type SortKey, splitSort } from './registry.ts';
 import { sortParam } from './sort.ts';
-import type { ChunkRequest, Variant } from './variants.ts';
+import { defineVariant, type QueryRequest, type Reading } from './variants.ts';
 
 /** A query of the cursor variant: its order, its filters, and the position it continues after. */
 interface CursorQuery {
@@ -31,6 +31,8 @@ interface CursorQuery {
   /** Set when the chunk was asked for with since_id, for its self link. */
   readonly sinceId?: number;
 }
+
+type CursorPlan = CursorQuery & Reading;
 
 /**
  * The payload of this variant's cursors: `s` the sort (ending with id), `f` the filters as query
@@ -49,7 +51,7 @@ function sortOf(collection: Collection, text: unknown): SortKey[] {
   return keys;
 }
 
-function fromCursor(request: ChunkRequest, cursor: CursorPayload): CursorQuery {
+function fromCursor(request: QueryRequest, cursor: CursorPayload): CursorQuery {
   const { collection, params } = request;
   const keys = sortOf(collection, cursor.s);
   // A sort sent beside a cursor must be the cursor's; an absent one is taken from it.
@@ -67,7 +69,7 @@ function fromCursor(request: ChunkRequest, cursor: CursorPayload): CursorQuery {
   return { keys, filters: boundFilters(collection, request.filters, cursor.f), position: position as KeyValue[] };
 }
 
-function queryOf(request: ChunkRequest): CursorQuery {
+function queryOf(request: QueryRequest): CursorQuery {
   const { params, cursor } = request;
   if (cursor) return fromCursor(request, cursor);
   const since = params.get('since_id');
@@ -82,12 +84,15 @@ function queryOf(request: ChunkRequest): CursorQuery {
   return { keys: request.sort, filters: request.filters, position: undefined };
 }
 
-export const cursorVariant: Variant = {
+export const cursorVariant = defineVariant<CursorPlan>({
   name: 'cursor',
-  async serve(request) {
-    const { collection, params } = request;
-    const pageSize = parsePageSize(request);
+  read(request) {
     const query = queryOf(request);
+    return { ...query, pageSize: parsePageSize(request), exactCount: false, offset: 0, firstKey: query.keys[0]!.field };
+  },
+  async serve(request, query) {
+    const { collection, params } = request;
+    const { pageSize } = query;
     const condition = query.position && afterPosition(collection, query.keys, query.position);
     const { items, more } = await fetchKeyset(request, query.filters, condition, query.keys, pageSize);
     const link = cursorLinks(request, request.cursorSecret, pageSize);
@@ -101,4 +106,4 @@ export const cursorVariant: Variant = {
     };
     return chunkResponse(collection.name, { pageSize }, items, links);
   },
-};
+});

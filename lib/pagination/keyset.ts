@@ -9,7 +9,7 @@ import { parseSize } from './params.ts';
 import type { Collection, FieldType, SortKey } from './registry.ts';
 import { orderBy } from './sort.ts';
 import { isTimestampText, timestampValue } from './timestamps.ts';
-import type { ChunkRequest } from './variants.ts';
+import type { ChunkRequest, QueryRequest } from './variants.ts';
 
 /** One value of a position: a number for integer fields, text for text and timestamp fields. */
 export type KeyValue = string | number;
@@ -123,7 +123,7 @@ export async function fetchKeyset(
 }
 
 /** `page-size`: the collection's default, or 1 … its max. It may change from one chunk to the next. */
-export function parsePageSize(request: ChunkRequest): number {
+export function parsePageSize(request: QueryRequest): number {
   return parseSize(request.params, 'page-size', request.collection.pageSize);
 }
 

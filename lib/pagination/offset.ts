@@ -5,11 +5,10 @@ import { chunkResponse } from './chunk.ts';
 import { type CountMode, countItems, parseCountMode } from './count.ts';
 import { filterCondition } from './filters.ts';
 import type { Links } from './links.ts';
-import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
-import type { Collection } from './registry.ts';
+import { MAX_SAFE, parseInteger, parseSize } from './params.ts';
 import { orderBy } from './sort.ts';
 import { timestampText } from './timestamps.ts';
-import type { ChunkRequest, Variant } from './variants.ts';
+import { type ChunkRequest, defineVariant, type QueryRequest, type Reading } from './variants.ts';
 
 export interface Positional {
   readonly items: Record<string, unknown>[];
@@ -18,8 +17,9 @@ export interface Positional {
   readonly size: number | undefined;
 }
 
-/** The items at [offset, offset + limit) in the request's order, and the size in the given count mode. */
-export async function fetchPositional(request: ChunkRequest, offset: number, limit: number, countMode: CountMode): Promise<Positional> {
+/** The items at [offset, offset + pageSize) in the request's order, and the size in the plan's count mode. */
+export async function fetchPositional(request: ChunkRequest, plan: PositionalPlan): Promise<Positional> {
+  const { offset, pageSize: limit, countMode } = plan;
   const { collection, database, filters, sort } = request;
   const where = and(filterCondition(collection, filters));
   // Skip rows in an inner query over raw columns, and format only the chunk's rows outside it:
@@ -56,22 +56,29 @@ function lastOffset(offset: number, limit: number, size: number): number {
   return phase + Math.floor((size - 1 - phase) / limit) * limit;
 }
 
-/** `limit` and `offset` of an offset chunk: what it serves, and what the cost rule charges for. */
-export function readOffset(collection: Collection, params: QueryParams): { limit: number; offset: number } {
-  const offset = params.get('offset');
-  return {
-    limit: parseSize(params, 'limit', collection.pageSize),
-    offset: offset === undefined ? 0 : parseInteger('offset', offset, 0, MAX_SAFE),
-  };
+/** A chunk at absolute positions: the offset and page variants' plan. */
+export interface PositionalPlan extends Reading {
+  readonly countMode: CountMode;
 }
 
-export const offsetVariant: Variant = {
+/** The plan of a positional chunk of `pageSize` rows from `offset`, in the request's order. */
+export function positionalPlan(request: QueryRequest, offset: number, pageSize: number): PositionalPlan {
+  const countMode = parseCountMode(request.params);
+  return { pageSize, offset, countMode, exactCount: countMode === 'exact', firstKey: request.sort[0]!.field };
+}
+
+export const offsetVariant = defineVariant({
   name: 'offset',
-  async serve(request) {
-    const { collection, params, href } = request;
-    const { limit, offset } = readOffset(collection, params);
-    const countMode = parseCountMode(params);
-    const { items, more, size } = await fetchPositional(request, offset, limit, countMode);
+  read(request) {
+    const { collection, params } = request;
+    const offset = params.get('offset');
+    const limit = parseSize(params, 'limit', collection.pageSize);
+    return positionalPlan(request, offset === undefined ? 0 : parseInteger('offset', offset, 0, MAX_SAFE), limit);
+  },
+  async serve(request, plan) {
+    const { collection, href } = request;
+    const { pageSize: limit, offset } = plan;
+    const { items, more, size } = await fetchPositional(request, plan);
     // The next offset is the current offset plus the current limit (docs/api.md, "Links").
     const links: Links = {
       self: href({ limit, offset }),
@@ -83,4 +90,4 @@ export const offsetVariant: Variant = {
     const fields = size === undefined ? { offset, limit } : { offset, limit, size };
     return chunkResponse(collection.name, fields, items, links);
   },
-};
+});

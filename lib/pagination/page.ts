@@ -2,30 +2,29 @@
 
 import { invalidParameter } from '../http/errors.ts';
 import { chunkResponse } from './chunk.ts';
-import { parseCountMode } from './count.ts';
 import type { Links } from './links.ts';
-import { fetchPositional } from './offset.ts';
-import { MAX_SAFE, parseInteger, parseSize, type QueryParams } from './params.ts';
-import type { Collection } from './registry.ts';
-import type { Variant } from './variants.ts';
+import { fetchPositional, positionalPlan } from './offset.ts';
+import { MAX_SAFE, parseInteger, parseSize } from './params.ts';
+import { defineVariant } from './variants.ts';
 
-/** `page` and `page-size` of a page chunk (offset = page-size × page ≤ 2^53−1): what it serves and is charged for. */
-export function readPage(collection: Collection, params: QueryParams): { page: number; pageSize: number } {
-  const pageSize = parseSize(params, 'page-size', collection.pageSize);
-  const value = params.get('page');
-  const page = value === undefined ? 0 : parseInteger('page', value, 0, MAX_SAFE);
-  if (page > Math.floor(MAX_SAFE / pageSize))
-    throw invalidParameter('page', `must be at most ${Math.floor(MAX_SAFE / pageSize)} with page-size ${pageSize}`);
-  return { page, pageSize };
-}
-
-export const pageVariant: Variant = {
+export const pageVariant = defineVariant({
   name: 'page',
-  async serve(request) {
-    const { collection, params, href } = request;
-    const { page, pageSize } = readPage(collection, params);
-    const countMode = parseCountMode(params);
-    const { items, more, size } = await fetchPositional(request, page * pageSize, pageSize, countMode);
+  /** offset = page-size × page, at most 2^53−1. */
+  read(request) {
+    const { collection, params } = request;
+    const pageSize = parseSize(params, 'page-size', collection.pageSize);
+    const value = params.get('page');
+    const page = value === undefined ? 0 : parseInteger('page', value, 0, MAX_SAFE);
+    if (page > Math.floor(MAX_SAFE / pageSize)) {
+      throw invalidParameter('page', `must be at most ${Math.floor(MAX_SAFE / pageSize)} with page-size ${pageSize}`);
+    }
+    return positionalPlan(request, page * pageSize, pageSize);
+  },
+  async serve(request, plan) {
+    const { collection, href } = request;
+    const { pageSize } = plan;
+    const page = plan.offset / pageSize;
+    const { items, more, size } = await fetchPositional(request, plan);
     const totalPages = size === undefined ? undefined : Math.ceil(size / pageSize);
     const links: Links = {
       self: href({ page, 'page-size': pageSize }),
@@ -37,4 +36,4 @@ export const pageVariant: Variant = {
     const fields = totalPages === undefined ? { page, pageSize } : { page, pageSize, totalPages };
     return chunkResponse(collection.name, fields, items, links);
   },
-};
+});

@@ -61,6 +61,8 @@ export function parseQueryString(raw: string): QueryParams {
     const rawName = eq === -1 ? piece : piece.slice(0, eq);
     const name = decode(rawName, rawName);
     if (name === '') throw invalidParameter(rawName || '(empty name)', 'has no name');
+    // Named as sent (percent-encoded), so that the problem names it in printable text.
+    if (hasControlCharacter(name)) throw invalidParameter(rawName, 'must not contain a NUL or other control character in its name');
     const value = eq === -1 ? '' : decode(piece.slice(eq + 1), name);
     if (params.has(name)) throw invalidParameter(name, 'must not be repeated');
     if (value === '') throw invalidParameter(name, 'must not be empty');

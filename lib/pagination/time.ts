@@ -18,7 +18,7 @@ import {
 import type { Links } from './links.ts';
 import type { Collection, SortKey } from './registry.ts';
 import { parseTimestamp } from './timestamps.ts';
-import type { ChunkRequest, Variant } from './variants.ts';
+import { type ChunkRequest, defineVariant, type QueryRequest, type Reading } from './variants.ts';
 
 /** older: newest first, towards older items; newer: oldest first, towards newer items. */
 type Direction = 'older' | 'newer';
@@ -38,6 +38,8 @@ interface TimeQuery {
   readonly position: Position | null;
   readonly filters: readonly Filter[];
 }
+
+type TimePlan = TimeQuery & Reading;
 
 function timeField(collection: Collection): string {
   return collection.timeField!;
@@ -80,7 +82,7 @@ function payloadOf(collection: Collection, query: TimeQuery, direction: Directio
   return { v: 'time', c: collection.name, d: direction, p: position && [position.t, position.i], f: filtersPayload(query.filters) };
 }
 
-function fromCursor(request: ChunkRequest, cursor: CursorPayload): TimeQuery {
+function fromCursor(request: QueryRequest, cursor: CursorPayload): TimeQuery {
   const { collection } = request;
   const { d, p } = cursor;
   if (d !== 'older' && d !== 'newer') throw invalidCursor('malformed');
@@ -94,7 +96,7 @@ function fromCursor(request: ChunkRequest, cursor: CursorPayload): TimeQuery {
   return { direction: d, position, filters: boundFilters(collection, request.filters, cursor.f) };
 }
 
-function queryOf(request: ChunkRequest): TimeQuery {
+function queryOf(request: QueryRequest): TimeQuery {
   const { params, cursor, filters } = request;
   if (cursor) return fromCursor(request, cursor);
   const before = params.get('before');
@@ -137,14 +139,17 @@ function linksOf(request: ChunkRequest, query: TimeQuery, chunk: { items: Item[]
   };
 }
 
-export const timeVariant: Variant = {
+export const timeVariant = defineVariant<TimePlan>({
   name: 'time',
-  async serve(request) {
-    const { collection } = request;
-    const pageSize = parsePageSize(request);
+  read(request) {
     const query = queryOf(request);
+    return { ...query, pageSize: parsePageSize(request), exactCount: false, offset: 0, firstKey: timeField(request.collection) };
+  },
+  async serve(request, query) {
+    const { collection } = request;
+    const { pageSize } = query;
     const keys = keysOf(collection, query.direction);
     const chunk = await fetchKeyset(request, query.filters, positionCondition(collection, query), keys, pageSize);
     return chunkResponse(collection.name, { pageSize }, chunk.items, linksOf(request, query, chunk, pageSize));
   },
-};
+});

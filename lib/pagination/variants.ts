@@ -7,7 +7,8 @@ import type { linkBuilder } from './links.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, SortKey, VariantName } from './registry.ts';
 
-export interface ChunkRequest {
+/** A collection query as far as every variant reads it alike. */
+export interface QueryRequest {
   readonly collection: Collection;
   readonly params: QueryParams;
   /** Parsed and normalised filters, in canonical order. */
@@ -16,6 +17,10 @@ export interface ChunkRequest {
   readonly sort: readonly SortKey[];
   /** The verified cursor, when one was sent. */
   readonly cursor: CursorPayload | undefined;
+}
+
+/** What serving a chunk needs beyond the query: the database, the secret its cursors are signed with, its URLs. */
+export interface ChunkRequest extends QueryRequest {
   readonly cursorSecret: string;
   readonly database: Database;
   /** The absolute URL of the collection, without a query. */
@@ -23,9 +28,32 @@ export interface ChunkRequest {
   readonly href: ReturnType<typeof linkBuilder>;
 }
 
-export interface Variant {
+/** What a chunk makes PostgreSQL read: what the cost rule charges (lib/ratelimit/cost.ts). */
+export interface Reading {
+  readonly pageSize: number;
+  /** Whether the chunk carries an exact count. */
+  readonly exactCount: boolean;
+  /** The rows skipped before the chunk (0 for the keyset variants). */
+  readonly offset: number;
+  /** The first key of the chunk's order, which decides whether an index serves it. */
+  readonly firstKey: string;
+}
+
+/**
+ * A pagination variant in two steps. `read` checks every parameter the variant takes, without the database,
+ * and returns its plan of the chunk: anything wrong is a 400 there, so the cost rule, which charges the
+ * plan before the request is served, charges a 400 one unit and a chunk what it serves. `serve` fetches
+ * the planned chunk.
+ */
+export interface Variant<Plan extends Reading = Reading> {
   readonly name: VariantName;
-  serve(request: ChunkRequest): Promise<Response>;
+  read(request: QueryRequest): Plan;
+  serve(request: ChunkRequest, plan: Plan): Promise<Response>;
+}
+
+/** A variant with its own plan type, as the table of variants holds it. */
+export function defineVariant<Plan extends Reading>(variant: Variant<Plan>): Variant {
+  return variant as unknown as Variant;
 }
 
 /**

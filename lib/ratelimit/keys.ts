@@ -8,7 +8,7 @@ import { printable, readJson } from '../http/body.ts';
 import { hashKey, KEY_PREFIX } from './identity.ts';
 
 /** The tier a newly issued key starts in. */
-export const NEW_KEY_TIER = 'free';
+const NEW_KEY_TIER = 'free';
 const MAX_NAME_LENGTH = 200;
 
 const nameReason = `must be a string of 1 to ${MAX_NAME_LENGTH} characters without control characters`;

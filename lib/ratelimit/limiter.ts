@@ -4,9 +4,9 @@ import type { PendingQuery, Row, Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
 import { answeredInTime } from '../http/deadline.ts';
 
-export type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency';
+type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency';
 
-export interface DecisionInput {
+interface DecisionInput {
   /** SHA-256 of the API key; undefined for an anonymous request (counted by `ipSubject`). */
   readonly keyHash: Buffer | undefined;
   /** The subject when no valid key names the client, e.g. `ip:203.0.113.7` or `reg:2001:db8::/64`. */
@@ -39,7 +39,7 @@ export interface Decision {
 }
 
 /** A slot of the subject's concurrency cap, and the token of this request's hold on it. */
-export interface Lease {
+interface Lease {
   readonly slot: number;
   readonly token: string;
   /** performance.now() by which the lease has expired anyway: a release still owed then is dropped. */

@@ -17,7 +17,22 @@ t.test('bearerToken: "Bearer", any case, one or more spaces, then one token kept
 });
 
 t.test('bearerToken: anything else is no token', async (t) => {
-  for (const header of ['', 'Bearer', 'Bearer ', 'Bearer  ', 'Bearerabc', 'Bearer\tabc', 'Bearer abc\t', ' Bearer abc', 'Bearer a b', 'Basic abc', 'Token abc', 'Bearer: abc', 'Bearer abc\n', 'Bearer\u00a0abc']) {
+  for (const header of [
+    '',
+    'Bearer',
+    'Bearer ',
+    'Bearer  ',
+    'Bearerabc',
+    'Bearer\tabc',
+    'Bearer abc\t',
+    ' Bearer abc',
+    'Bearer a b',
+    'Basic abc',
+    'Token abc',
+    'Bearer: abc',
+    'Bearer abc\n',
+    'Bearer\u00a0abc',
+  ]) {
     t.equal(bearerToken(header), undefined, JSON.stringify(header));
   }
 });

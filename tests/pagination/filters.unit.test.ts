@@ -3,7 +3,7 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import t from 'tap';
 import { products } from '../../db/schema.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
-import { MAX_IN_VALUES, filterCondition, filterParam, isFilterName, parseFilters } from '../../lib/pagination/filters.ts';
+import { filterCondition, filterParam, isFilterName, MAX_IN_VALUES, parseFilters } from '../../lib/pagination/filters.ts';
 import { defineCollection, type FilterOp } from '../../lib/pagination/registry.ts';
 import { invalidParameter, problemOf } from '../helpers/problem.ts';
 
@@ -15,8 +15,16 @@ const INT4 = 'must be an integer from -2147483648 to 2147483647';
 
 // The README's table of filters ("Using the API"), with a value of the field's type for each.
 const table: Record<string, Record<string, { ops: FilterOp[]; sample: string }>> = {
-  products: { category: { ops: ['eq', 'in'], sample: 'books' }, priceCents: { ops: ['eq', 'lt', 'lte', 'gt', 'gte'], sample: '1999' }, name: { ops: ['eq', 'prefix'], sample: 'Fine' } },
-  orders: { status: { ops: ['eq', 'in'], sample: 'paid' }, customerId: { ops: ['eq'], sample: '7' }, totalCents: { ops: ['lt', 'lte', 'gt', 'gte'], sample: '500' } },
+  products: {
+    category: { ops: ['eq', 'in'], sample: 'books' },
+    priceCents: { ops: ['eq', 'lt', 'lte', 'gt', 'gte'], sample: '1999' },
+    name: { ops: ['eq', 'prefix'], sample: 'Fine' },
+  },
+  orders: {
+    status: { ops: ['eq', 'in'], sample: 'paid' },
+    customerId: { ops: ['eq'], sample: '7' },
+    totalCents: { ops: ['lt', 'lte', 'gt', 'gte'], sample: '500' },
+  },
   events: { type: { ops: ['eq', 'in'], sample: 'click' }, source: { ops: ['eq'], sample: 'web' } },
 };
 const allOps: FilterOp[] = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'prefix'];
@@ -35,14 +43,29 @@ t.test('every field and operator of every collection: offered ones parse, others
         if (ops.includes(op)) t.same(parse(name, [[param, sample]]), [{ field, op, values: [sample] }], `${name}?${param}`);
         else t.same(outcome, invalidParameter(param, `is not a supported filter; ${field} takes ${offered}`), `${name}?${param}`);
       }
-      if (ops.includes('eq')) t.same(parse(name, [[`${field}[eq]`, sample]]), [{ field, op: 'eq', values: [sample] }], `${name}: ${field}[eq] is ${field}`);
+      if (ops.includes('eq'))
+        t.same(parse(name, [[`${field}[eq]`, sample]]), [{ field, op: 'eq', values: [sample] }], `${name}: ${field}[eq] is ${field}`);
     }
   }
 });
 
 t.test('names that are not filters are left to the caller', async (t) => {
   const products = registry.get('products')!;
-  for (const name of ['limit', 'sort', 'count', 'colour', 'Category', 'category[IN]', 'category[]', 'category[in', 'category[in]x', '1category', 'createdAt', 'id', 'name[prefix][in]']) {
+  for (const name of [
+    'limit',
+    'sort',
+    'count',
+    'colour',
+    'Category',
+    'category[IN]',
+    'category[]',
+    'category[in',
+    'category[in]x',
+    '1category',
+    'createdAt',
+    'id',
+    'name[prefix][in]',
+  ]) {
     t.notOk(isFilterName(products, name), name);
     t.same(parse('products', [[name, 'x']]), [], `${name} is not parsed`);
   }
@@ -54,11 +77,21 @@ t.test('values are checked by field type and normalised', async (t) => {
   t.same(parse('products', [['priceCents', '-2147483648']]), [{ field: 'priceCents', op: 'eq', values: ['-2147483648'] }]);
   t.same(parse('orders', [['totalCents[lt]', '2147483647']]), [{ field: 'totalCents', op: 'lt', values: ['2147483647'] }]);
   for (const value of ['2147483648', '-2147483649', '1.5', 'ten', '+1', '0x10', '1e3']) {
-    t.same(problemOf(() => parse('products', [['priceCents[lt]', value]])), invalidParameter('priceCents[lt]', INT4), value);
+    t.same(
+      problemOf(() => parse('products', [['priceCents[lt]', value]])),
+      invalidParameter('priceCents[lt]', INT4),
+      value,
+    );
   }
-  t.same(problemOf(() => parse('orders', [['customerId', '-']])), invalidParameter('customerId', INT4));
+  t.same(
+    problemOf(() => parse('orders', [['customerId', '-']])),
+    invalidParameter('customerId', INT4),
+  );
   t.same(parse('products', [['name', 'x'.repeat(1000)]])[0]!.values[0]!.length, 1000);
-  t.same(problemOf(() => parse('products', [['name[prefix]', 'x'.repeat(1001)]])), invalidParameter('name[prefix]', 'must be at most 1000 characters'));
+  t.same(
+    problemOf(() => parse('products', [['name[prefix]', 'x'.repeat(1001)]])),
+    invalidParameter('name[prefix]', 'must be at most 1000 characters'),
+  );
   t.same(parse('products', [['name', ' a%_\\ ']]), [{ field: 'name', op: 'eq', values: [' a%_\\ '] }], 'text as it is');
 });
 
@@ -69,18 +102,48 @@ t.test('in: a comma list of at most 100 values, deduplicated and sorted, none em
   const values = (n: number) => Array.from({ length: n }, (_, i) => `v${i}`).join(',');
   t.equal(MAX_IN_VALUES, 100);
   t.equal(parse('products', [['category[in]', values(100)]])[0]!.values.length, 100);
-  t.same(problemOf(() => parse('products', [['category[in]', values(101)]])), invalidParameter('category[in]', 'takes at most 100 values'));
-  t.same(problemOf(() => parse('products', [['category[in]', `${values(100)},v0`]])), invalidParameter('category[in]', 'takes at most 100 values'), 'counted before deduplication');
+  t.same(
+    problemOf(() => parse('products', [['category[in]', values(101)]])),
+    invalidParameter('category[in]', 'takes at most 100 values'),
+  );
+  t.same(
+    problemOf(() => parse('products', [['category[in]', `${values(100)},v0`]])),
+    invalidParameter('category[in]', 'takes at most 100 values'),
+    'counted before deduplication',
+  );
   for (const value of [',', 'a,', ',a', 'a,,b']) {
-    t.same(problemOf(() => parse('products', [['category[in]', value]])), invalidParameter('category[in]', 'must be a comma list without empty values'), value);
+    t.same(
+      problemOf(() => parse('products', [['category[in]', value]])),
+      invalidParameter('category[in]', 'must be a comma list without empty values'),
+      value,
+    );
   }
-  t.same(problemOf(() => parse('products', [['category[in]', `a,${'x'.repeat(1001)}`]])), invalidParameter('category[in]', 'must be at most 1000 characters'), 'each value bounded');
+  t.same(
+    problemOf(() => parse('products', [['category[in]', `a,${'x'.repeat(1001)}`]])),
+    invalidParameter('category[in]', 'must be at most 1000 characters'),
+    'each value bounded',
+  );
 });
 
 t.test('filters come out in one canonical order, so equal sets compare equal', async (t) => {
-  const a = parse('products', [['priceCents[lt]', '500'], ['name[prefix]', 'F'], ['category', 'books'], ['priceCents[gt]', '100']]);
-  const b = parse('products', [['category', 'books'], ['priceCents[gt]', '0100'], ['name[prefix]', 'F'], ['priceCents[lt]', '500']]);
-  t.same(a.map(filterParam), [['category', 'books'], ['name[prefix]', 'F'], ['priceCents[gt]', '100'], ['priceCents[lt]', '500']]);
+  const a = parse('products', [
+    ['priceCents[lt]', '500'],
+    ['name[prefix]', 'F'],
+    ['category', 'books'],
+    ['priceCents[gt]', '100'],
+  ]);
+  const b = parse('products', [
+    ['category', 'books'],
+    ['priceCents[gt]', '0100'],
+    ['name[prefix]', 'F'],
+    ['priceCents[lt]', '500'],
+  ]);
+  t.same(a.map(filterParam), [
+    ['category', 'books'],
+    ['name[prefix]', 'F'],
+    ['priceCents[gt]', '100'],
+    ['priceCents[lt]', '500'],
+  ]);
   t.same(a, b);
   for (const filter of a) t.same(parse('products', [filterParam(filter)]), [filter], `${filterParam(filter)[0]} reads back as itself`);
   t.same(filterParam({ field: 'category', op: 'in', values: ['books', 'toys'] }), ['category[in]', 'books,toys']);
@@ -100,18 +163,34 @@ t.test('timestamp and bigint fields, on a collection beyond the demo ones', asyn
     cost: { itemsPerUnit: 50, exactCount: 1, indexed: { id: 10_000 } },
   });
   const parseStamped = (query: [string, string][]) => parseFilters(stamped, new Map(query));
-  t.same(parseStamped([['createdAt[gte]', '2026-01-01T10:00:00.5+01:00']]), [{ field: 'createdAt', op: 'gte', values: ['2026-01-01T10:00:00.500000+01:00'] }]);
-  t.same(parseStamped([['createdAt[in]', '2026-01-01T00:00:00Z,2026-01-01T00:00:00.000000z']]), [{ field: 'createdAt', op: 'in', values: ['2026-01-01T00:00:00.000000+00:00'] }], 'deduplicated after normalising');
-  t.same(problemOf(() => parseStamped([['createdAt[gte]', '2026-02-29T00:00:00Z']])), invalidParameter('createdAt[gte]', TIMESTAMP));
+  t.same(parseStamped([['createdAt[gte]', '2026-01-01T10:00:00.5+01:00']]), [
+    { field: 'createdAt', op: 'gte', values: ['2026-01-01T10:00:00.500000+01:00'] },
+  ]);
+  t.same(
+    parseStamped([['createdAt[in]', '2026-01-01T00:00:00Z,2026-01-01T00:00:00.000000z']]),
+    [{ field: 'createdAt', op: 'in', values: ['2026-01-01T00:00:00.000000+00:00'] }],
+    'deduplicated after normalising',
+  );
+  t.same(
+    problemOf(() => parseStamped([['createdAt[gte]', '2026-02-29T00:00:00Z']])),
+    invalidParameter('createdAt[gte]', TIMESTAMP),
+  );
   t.same(parseStamped([['id[in]', '10,9,009']]), [{ field: 'id', op: 'in', values: ['10', '9'] }], 'normalised, then sorted as text');
   t.same(parseStamped([['id', '9007199254740991']]), [{ field: 'id', op: 'eq', values: ['9007199254740991'] }]);
-  t.same(problemOf(() => parseStamped([['id', '9007199254740992']])), invalidParameter('id', 'must be an integer from -9007199254740991 to 9007199254740991'));
+  t.same(
+    problemOf(() => parseStamped([['id', '9007199254740992']])),
+    invalidParameter('id', 'must be an integer from -9007199254740991 to 9007199254740991'),
+  );
 });
 
 t.test('the SQL of the filters: parameters bound, LIKE prefixes escaped, nothing for no filter', async (t) => {
   const products = registry.get('products')!;
   t.equal(filterCondition(products, []), undefined);
-  const filters = parse('products', [['category[in]', 'toys,books'], ['name[prefix]', '50%_off\\'], ['priceCents[lte]', '0100']]);
+  const filters = parse('products', [
+    ['category[in]', 'toys,books'],
+    ['name[prefix]', '50%_off\\'],
+    ['priceCents[lte]', '0100'],
+  ]);
   t.same(dialect.sqlToQuery(filterCondition(products, filters)!), {
     sql: '("products"."category" in ($1, $2) and "products"."name" like $3 and "products"."price_cents" <= $4)',
     params: ['books', 'toys', '50\\%\\_off\\\\%', 100],

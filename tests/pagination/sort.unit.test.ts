@@ -10,7 +10,8 @@ import { invalidParameter, problemOf } from '../helpers/problem.ts';
 
 const registry = demoRegistry();
 const products = registry.get('products')!;
-const sortOf = (collection: string, text: string | undefined) => parseSort(registry.get(collection)!, new Map(text === undefined ? [] : [['sort', text]]));
+const sortOf = (collection: string, text: string | undefined) =>
+  parseSort(registry.get(collection)!, new Map(text === undefined ? [] : [['sort', text]]));
 const key = (text: string): SortKey => ({ field: text.replace(/^-/, ''), descending: text.startsWith('-') });
 const keys = (...texts: string[]) => texts.map(key);
 
@@ -33,14 +34,36 @@ t.test('a sort: its keys, then id; nothing after id counts', async (t) => {
 t.test('a key the collection does not sort by, a repeated key, or a malformed list is a 400 naming sort', async (t) => {
   const productsReason = 'must be a comma list of id, name, priceCents, createdAt, each optionally prefixed with -';
   for (const text of ['price', 'category', 'Name', 'name,', ',name', 'name,,id', '--name', '+name', ' name', 'name ', 'name;id', '']) {
-    t.same(problemOf(() => sortOf('products', text)), invalidParameter('sort', productsReason), JSON.stringify(text));
+    t.same(
+      problemOf(() => sortOf('products', text)),
+      invalidParameter('sort', productsReason),
+      JSON.stringify(text),
+    );
   }
-  t.same(problemOf(() => sortOf('orders', 'name')), invalidParameter('sort', 'must be a comma list of id, createdAt, totalCents, each optionally prefixed with -'));
-  t.same(problemOf(() => sortOf('products', 'name,name')), invalidParameter('sort', 'names name twice'));
-  t.same(problemOf(() => sortOf('products', 'name,-name')), invalidParameter('sort', 'names name twice'), 'in either direction');
-  t.same(problemOf(() => sortOf('products', 'name,id,name')), invalidParameter('sort', 'names name twice'), 'even past id');
+  t.same(
+    problemOf(() => sortOf('orders', 'name')),
+    invalidParameter('sort', 'must be a comma list of id, createdAt, totalCents, each optionally prefixed with -'),
+  );
+  t.same(
+    problemOf(() => sortOf('products', 'name,name')),
+    invalidParameter('sort', 'names name twice'),
+  );
+  t.same(
+    problemOf(() => sortOf('products', 'name,-name')),
+    invalidParameter('sort', 'names name twice'),
+    'in either direction',
+  );
+  t.same(
+    problemOf(() => sortOf('products', 'name,id,name')),
+    invalidParameter('sort', 'names name twice'),
+    'even past id',
+  );
   for (const text of ['id', '-occurredAt', 'occurredAt']) {
-    t.same(problemOf(() => sortOf('events', text)), invalidParameter('sort', 'is not offered by this collection'), `events: ${text}`);
+    t.same(
+      problemOf(() => sortOf('events', text)),
+      invalidParameter('sort', 'is not offered by this collection'),
+      `events: ${text}`,
+    );
   }
 });
 
@@ -55,9 +78,13 @@ t.test('withTieBreaker and sortParam', async (t) => {
 
 t.test('property: any valid sort reads back from its own sortParam as itself', async (t) => {
   const sortKeys = products.sortKeys;
-  const sortText = fc.uniqueArray(fc.constantFrom(...sortKeys), { minLength: 1, maxLength: sortKeys.length }).chain((fields) =>
-    fc.tuple(...fields.map((field) => fc.boolean().map((descending) => (descending ? `-${field}` : field)))).map((parts) => parts.join(',')),
-  );
+  const sortText = fc
+    .uniqueArray(fc.constantFrom(...sortKeys), { minLength: 1, maxLength: sortKeys.length })
+    .chain((fields) =>
+      fc
+        .tuple(...fields.map((field) => fc.boolean().map((descending) => (descending ? `-${field}` : field))))
+        .map((parts) => parts.join(',')),
+    );
   t.doesNotThrow(() =>
     fc.assert(
       fc.property(sortText, (text) => {

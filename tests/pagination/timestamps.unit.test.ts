@@ -23,30 +23,75 @@ t.test('valid timestamps come back with six fractional digits and a numeric offs
 });
 
 t.test('leap years by the Gregorian rule, and month lengths', async (t) => {
-  for (const year of ['2024', '2000', '1600', '0004', '0400']) t.ok(parseTimestamp('before', `${year}-02-29T00:00:00Z`), `${year} is a leap year`);
+  for (const year of ['2024', '2000', '1600', '0004', '0400'])
+    t.ok(parseTimestamp('before', `${year}-02-29T00:00:00Z`), `${year} is a leap year`);
   for (const year of ['2023', '1900', '2100', '0100', '0001']) {
-    t.same(problemOf(() => parseTimestamp('before', `${year}-02-29T00:00:00Z`)), invalidParameter('before', FORMAT), `${year} is not`);
+    t.same(
+      problemOf(() => parseTimestamp('before', `${year}-02-29T00:00:00Z`)),
+      invalidParameter('before', FORMAT),
+      `${year} is not`,
+    );
   }
   const days = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
   days.forEach((last, index) => {
     const month = String(index + 1).padStart(2, '0');
     t.ok(parseTimestamp('before', `2023-${month}-${last}T00:00:00Z`), `2023-${month} has ${last} days`);
-    t.same(problemOf(() => parseTimestamp('before', `2023-${month}-${last + 1}T00:00:00Z`)), invalidParameter('before', FORMAT), `2023-${month}-${last + 1}`);
+    t.same(
+      problemOf(() => parseTimestamp('before', `2023-${month}-${last + 1}T00:00:00Z`)),
+      invalidParameter('before', FORMAT),
+      `2023-${month}-${last + 1}`,
+    );
   });
 });
 
 t.test('anything else is a 400 naming the parameter; offsets past ±15:59 say the range', async (t) => {
   const malformed = [
-    '', '2026-11-21', '2026-11-21T10:00Z', '2026-11-21T10:00:00', '2026-11-21 10:00:00Z', ' 2026-11-21T10:00:00Z',
-    '2026-11-21T10:00:00Z ', '2026-11-21T10:00:00.Z', '2026-11-21T10:00:00.1234567Z', '2026-11-21T10:00:00,5Z',
-    '2026-11-21T10:00:00+0530', '2026-11-21T10:00:00+05', '2026-11-21T10:00:00UTC', '26-11-21T10:00:00Z', '+2026-11-21T10:00:00Z',
-    '0000-01-01T00:00:00Z', '2026-00-01T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-00T00:00:00Z', '2026-01-32T00:00:00Z',
-    '2026-01-01T24:00:00Z', '2026-01-01T00:60:00Z', '2026-12-31T23:59:60Z', '2026-01-01T00:00:00+05:60', '2026-01-01T00:00:00+16:60',
-    '２０２６-01-01T00:00:00Z', '2026-01-01T00:00:00.٣Z', '1767225600',
+    '',
+    '2026-11-21',
+    '2026-11-21T10:00Z',
+    '2026-11-21T10:00:00',
+    '2026-11-21 10:00:00Z',
+    ' 2026-11-21T10:00:00Z',
+    '2026-11-21T10:00:00Z ',
+    '2026-11-21T10:00:00.Z',
+    '2026-11-21T10:00:00.1234567Z',
+    '2026-11-21T10:00:00,5Z',
+    '2026-11-21T10:00:00+0530',
+    '2026-11-21T10:00:00+05',
+    '2026-11-21T10:00:00UTC',
+    '26-11-21T10:00:00Z',
+    '+2026-11-21T10:00:00Z',
+    '0000-01-01T00:00:00Z',
+    '2026-00-01T00:00:00Z',
+    '2026-13-01T00:00:00Z',
+    '2026-01-00T00:00:00Z',
+    '2026-01-32T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T00:60:00Z',
+    '2026-12-31T23:59:60Z',
+    '2026-01-01T00:00:00+05:60',
+    '2026-01-01T00:00:00+16:60',
+    '２０２６-01-01T00:00:00Z',
+    '2026-01-01T00:00:00.٣Z',
+    '1767225600',
   ];
-  for (const value of malformed) t.same(problemOf(() => parseTimestamp('createdAt[gte]', value)), invalidParameter('createdAt[gte]', FORMAT), JSON.stringify(value));
-  for (const value of ['2026-01-01T00:00:00+16:00', '2026-01-01T00:00:00-16:00', '2026-01-01T00:00:00.5+23:59', '2026-01-01T00:00:00-99:00']) {
-    t.same(problemOf(() => parseTimestamp('after', value)), invalidParameter('after', OFFSET), value);
+  for (const value of malformed)
+    t.same(
+      problemOf(() => parseTimestamp('createdAt[gte]', value)),
+      invalidParameter('createdAt[gte]', FORMAT),
+      JSON.stringify(value),
+    );
+  for (const value of [
+    '2026-01-01T00:00:00+16:00',
+    '2026-01-01T00:00:00-16:00',
+    '2026-01-01T00:00:00.5+23:59',
+    '2026-01-01T00:00:00-99:00',
+  ]) {
+    t.same(
+      problemOf(() => parseTimestamp('after', value)),
+      invalidParameter('after', OFFSET),
+      value,
+    );
   }
 });
 
@@ -55,9 +100,20 @@ t.test('isTimestampText: only the text a cursor was written with', async (t) => 
     t.ok(isTimestampText(value), value);
   }
   for (const value of [
-    '2026-11-21T10:00:00Z', '2026-11-21T10:00:00.12345Z', '2026-11-21T10:00:00.1234567Z', '2026-11-21t10:00:00.123456Z',
-    '2026-11-21T10:00:00.123456z', '2026-11-21T10:00:00.123456+0000', ' 2026-11-21T10:00:00.123456Z', '2026-11-21T10:00:00.123456Z\n',
-    '', 20261121, null, undefined, ['2026-11-21T10:00:00.123456Z'], { t: '2026-11-21T10:00:00.123456Z' },
+    '2026-11-21T10:00:00Z',
+    '2026-11-21T10:00:00.12345Z',
+    '2026-11-21T10:00:00.1234567Z',
+    '2026-11-21t10:00:00.123456Z',
+    '2026-11-21T10:00:00.123456z',
+    '2026-11-21T10:00:00.123456+0000',
+    ' 2026-11-21T10:00:00.123456Z',
+    '2026-11-21T10:00:00.123456Z\n',
+    '',
+    20261121,
+    null,
+    undefined,
+    ['2026-11-21T10:00:00.123456Z'],
+    { t: '2026-11-21T10:00:00.123456Z' },
   ]) {
     t.notOk(isTimestampText(value), JSON.stringify(value) ?? String(value));
   }
@@ -77,7 +133,12 @@ t.test('property: accepted exactly when the fields are a real instant; normalise
     minute: fc.integer({ min: 0, max: 61 }),
     second: fc.integer({ min: 0, max: 61 }),
     fraction: fc.stringMatching(/^(\.[0-9]{1,7})?$/),
-    zone: fc.oneof(fc.constantFrom('Z', 'z'), fc.tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 24 }), fc.integer({ min: 0, max: 61 })).map(([s, h, m]) => `${s}${two(h)}:${two(m)}`)),
+    zone: fc.oneof(
+      fc.constantFrom('Z', 'z'),
+      fc
+        .tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 24 }), fc.integer({ min: 0, max: 61 }))
+        .map(([s, h, m]) => `${s}${two(h)}:${two(m)}`),
+    ),
   });
   t.doesNotThrow(() =>
     fc.assert(
@@ -85,15 +146,28 @@ t.test('property: accepted exactly when the fields are a real instant; normalise
         const text = `${String(p.year).padStart(4, '0')}-${two(p.month)}-${two(p.day)}T${two(p.hour)}:${two(p.minute)}:${two(p.second)}${p.fraction}${p.zone}`;
         const [, oh, om] = /^[+-](\d\d):(\d\d)$/.exec(p.zone) ?? [];
         const fieldsValid =
-          p.year >= 1 && p.month >= 1 && p.month <= 12 && p.day >= 1 && p.day <= monthLength(p.year, p.month) &&
-          p.hour <= 23 && p.minute <= 59 && p.second <= 59 && p.fraction.length <= 7 && (om === undefined || Number(om) <= 59);
+          p.year >= 1 &&
+          p.month >= 1 &&
+          p.month <= 12 &&
+          p.day >= 1 &&
+          p.day <= monthLength(p.year, p.month) &&
+          p.hour <= 23 &&
+          p.minute <= 59 &&
+          p.second <= 59 &&
+          p.fraction.length <= 7 &&
+          (om === undefined || Number(om) <= 59);
         const offsetValid = oh === undefined || Number(oh) <= 15;
         const result = problemOf(() => parseTimestamp('before', text));
         if (!fieldsValid) return JSON.stringify(result) === JSON.stringify(invalidParameter('before', FORMAT));
         if (!offsetValid) return JSON.stringify(result) === JSON.stringify(invalidParameter('before', OFFSET));
         const normalised = parseTimestamp('before', text);
         const expected = `${text.slice(0, 19)}.${p.fraction.slice(1).padEnd(6, '0')}${/^[Zz]$/.test(p.zone) ? '+00:00' : p.zone}`;
-        return result === 'no error' && normalised === expected && isTimestampText(normalised) && parseTimestamp('after', normalised) === normalised;
+        return (
+          result === 'no error' &&
+          normalised === expected &&
+          isTimestampText(normalised) &&
+          parseTimestamp('after', normalised) === normalised
+        );
       }),
       { numRuns: 3000 },
     ),

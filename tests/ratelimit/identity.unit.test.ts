@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import t from 'tap';
 import { parseConfig } from '../../lib/http/config.ts';
-import { peerIsProxy, trustFunction, type TrustProxy } from '../../lib/http/forwarding.ts';
-import { KEY_PREFIX, addressSubject, clientSubject, hashKey, parseAuthorization } from '../../lib/ratelimit/identity.ts';
+import { peerIsProxy, type TrustProxy, trustFunction } from '../../lib/http/forwarding.ts';
+import { addressSubject, clientSubject, hashKey, KEY_PREFIX, parseAuthorization } from '../../lib/ratelimit/identity.ts';
 import { invalidParameter, problemOf } from '../helpers/problem.ts';
 
 const trust = (value: string): TrustProxy => parseConfig({ TRUST_PROXY: value }).trustProxy;
@@ -26,9 +26,20 @@ t.test('parseAuthorization: no header is anonymous; anything present but not a B
   t.same(parseAuthorization(undefined), { kind: 'none' });
   const body = 'a'.repeat(32);
   for (const header of [
-    `Bearer PCK_${body}`, `Bearer pck-${body}`, `Bearer pck_${body}a`, `Bearer pck_${body.slice(1)}`, `Bearer pck_${body.slice(1)}=`,
-    `Bearer pck_${body.slice(1)}.`, `Bearer pck_${body.slice(1)}+`, `Bearer pck_${body.slice(1)}/`, `Bearer ${body}`, `Bearer\tpck_${body}`,
-    `pck_${body}`, `Basic pck_${body}`, `Bearer pck_${body}, Bearer pck_${body}`, ' ',
+    `Bearer PCK_${body}`,
+    `Bearer pck-${body}`,
+    `Bearer pck_${body}a`,
+    `Bearer pck_${body.slice(1)}`,
+    `Bearer pck_${body.slice(1)}=`,
+    `Bearer pck_${body.slice(1)}.`,
+    `Bearer pck_${body.slice(1)}+`,
+    `Bearer pck_${body.slice(1)}/`,
+    `Bearer ${body}`,
+    `Bearer\tpck_${body}`,
+    `pck_${body}`,
+    `Basic pck_${body}`,
+    `Bearer pck_${body}, Bearer pck_${body}`,
+    ' ',
   ]) {
     t.same(parseAuthorization(header), { kind: 'malformed' }, JSON.stringify(header));
   }
@@ -57,7 +68,10 @@ t.test('addressSubject: the usual spellings only, IPv6 by its /64', async (t) =>
 
 t.test('property: IPv4 addresses are their own subject; IPv6 addresses share one exactly when their first 64 bits agree', async (t) => {
   t.doesNotThrow(() =>
-    fc.assert(fc.property(fc.ipV4(), (address) => addressSubject(address) === address), { numRuns: 300 }),
+    fc.assert(
+      fc.property(fc.ipV4(), (address) => addressSubject(address) === address),
+      { numRuns: 300 },
+    ),
   );
   const group = fc.integer({ min: 0, max: 0xffff });
   const groups = fc.array(group, { minLength: 8, maxLength: 8 });
@@ -69,8 +83,11 @@ t.test('property: IPv4 addresses are their own subject; IPv6 addresses share one
         fc.pre(!(a.slice(0, 5).every((g) => g === 0) && a[5] === 0xffff) && !(b.slice(0, 5).every((g) => g === 0) && b[5] === 0xffff));
         const sameTop = a.slice(0, 4).join() === b.slice(0, 4).join();
         const subjectA = addressSubject(text(a));
-        return subjectA === `${text(a.slice(0, 4))}::/64` && (subjectA === addressSubject(text(b))) === sameTop &&
-          addressSubject(text([...a.slice(0, 4), ...b.slice(4)])) === subjectA;
+        return (
+          subjectA === `${text(a.slice(0, 4))}::/64` &&
+          (subjectA === addressSubject(text(b))) === sameTop &&
+          addressSubject(text([...a.slice(0, 4), ...b.slice(4)])) === subjectA
+        );
       }),
       { numRuns: 500 },
     ),
@@ -95,7 +112,11 @@ t.test('clientSubject, a hop count: the peer and the entries nearest it, that ma
   t.equal(clientSubject('10.0.0.1', '198.51.100.1, 198.51.100.2', one), '198.51.100.2');
   t.equal(clientSubject('10.0.0.1', '198.51.100.1, 198.51.100.2, 198.51.100.3', three), '198.51.100.1');
   t.equal(clientSubject('10.0.0.1', '198.51.100.0,198.51.100.1,198.51.100.2,198.51.100.3', three), '198.51.100.1', 'without spaces');
-  t.equal(clientSubject('10.0.0.1', 'garbage, 198.51.100.0, 198.51.100.1, 198.51.100.2', three), '198.51.100.0', 'what lies beyond the client is not read');
+  t.equal(
+    clientSubject('10.0.0.1', 'garbage, 198.51.100.0, 198.51.100.1, 198.51.100.2', three),
+    '198.51.100.0',
+    'what lies beyond the client is not read',
+  );
   t.equal(clientSubject('10.0.0.1', '2001:db8:9:9::1', one), '2001:db8:9:9::/64');
   t.equal(clientSubject('10.0.0.1', undefined, one), '10.0.0.1', 'no header: the peer');
   t.equal(clientSubject('10.0.0.1', '', one), '10.0.0.1', 'an empty header: the peer');
@@ -103,10 +124,24 @@ t.test('clientSubject, a hop count: the peer and the entries nearest it, that ma
   t.equal(clientSubject(undefined, '198.51.100.9', one), '198.51.100.9', 'no socket (app.request): the hop count still applies');
   t.ok(peerIsProxy(one, undefined));
   for (const junk of ['198.51.100.1, nope', '198.51.100.1:8080', 'unknown', '"198.51.100.1"']) {
-    t.same(problemOf(() => clientSubject('10.0.0.1', junk, one)), invalidParameter('X-Forwarded-For', `has an entry from a trusted proxy that is not an IP address: ${JSON.stringify(junk.split(',').at(-1)!.trim())}`), junk);
+    t.same(
+      problemOf(() => clientSubject('10.0.0.1', junk, one)),
+      invalidParameter(
+        'X-Forwarded-For',
+        `has an entry from a trusted proxy that is not an IP address: ${JSON.stringify(junk.split(',').at(-1)!.trim())}`,
+      ),
+      junk,
+    );
   }
   const long = `x${'y'.repeat(100)}`;
-  t.same(problemOf(() => clientSubject('10.0.0.1', long, one)), invalidParameter('X-Forwarded-For', `has an entry from a trusted proxy that is not an IP address: ${JSON.stringify(long.slice(0, 60))}`), 'quoted, at most 60 characters');
+  t.same(
+    problemOf(() => clientSubject('10.0.0.1', long, one)),
+    invalidParameter(
+      'X-Forwarded-For',
+      `has an entry from a trusted proxy that is not an IP address: ${JSON.stringify(long.slice(0, 60))}`,
+    ),
+    'quoted, at most 60 characters',
+  );
 });
 
 t.test('clientSubject, addresses: named ranges, CIDRs and single addresses; a chain of proxies all ours gives the leftmost', async (t) => {
@@ -132,6 +167,9 @@ t.test('trustFunction: compiled once per setting; a hop count trusts the nearest
   t.ok(trustFunction(setting)('10.2.3.4', 5));
   t.notOk(trustFunction(setting)('11.0.0.1', 0));
   const two = trustFunction(trust('2'));
-  t.same([0, 1, 2, 3].map((i) => two('203.0.113.1', i)), [true, true, false, false]);
+  t.same(
+    [0, 1, 2, 3].map((i) => two('203.0.113.1', i)),
+    [true, true, false, false],
+  );
   t.notOk(trustFunction(trust('off'))('127.0.0.1', 0));
 });
