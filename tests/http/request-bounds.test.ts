@@ -8,7 +8,7 @@ import { MAX_IN_VALUES } from '../../lib/pagination/filters.ts';
 import { MAX_LINK_QUERY_LENGTH } from '../../lib/pagination/params.ts';
 import { POSITION_PARAMS } from '../../lib/pagination/variants.ts';
 import { testDatabase } from '../helpers/db.ts';
-import { ADMIN_TOKEN } from '../helpers/limiter.ts';
+import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { freePort, startServer, type ServerProcess } from '../helpers/servers.ts';
 
 const MB = 1024 * 1024;

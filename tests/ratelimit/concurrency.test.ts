@@ -2,7 +2,8 @@
 import postgres from 'postgres';
 import t from 'tap';
 import { databaseLimiter, type Decision } from '../../lib/ratelimit/limiter.ts';
-import { chargedUnits, limitedApp, limits, liveLeases } from '../helpers/limiter.ts';
+import { testApp } from '../helpers/app.ts';
+import { chargedUnits, limits, liveLeases, setTier } from '../helpers/limiter.ts';
 
 /** An anonymous decision for `address`, as the middleware asks for it. */
 const anonymous = (address: string, clockOffset = 0) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset });
@@ -40,8 +41,8 @@ const lockRow = (t: { teardown(fn: () => unknown): void }, url: string, subject:
   });
 
 t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases released after', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 100, 60, 2);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 2 });
   // Hold the products table so that admitted requests stay in flight.
   const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
 
@@ -65,8 +66,8 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
 });
 
 t.test('with every pool connection busy on slow data queries, the limiter still answers and declines', async (t) => {
-  const api = await limitedApp(t); // the test pool has 4 connections
-  await api.setTier('anonymous', 6, 60, 20);
+  const api = await testApp(t, { rateLimit: true }); // the test pool has 4 connections
+  await setTier(api.database.sql, 'anonymous', { allowance: 6, windowSeconds: 60, concurrency: 20 });
   const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
 
   // Six admitted requests: four block on the lock, holding every pool connection; two queue for one.
@@ -83,8 +84,8 @@ t.test('with every pool connection busy on slow data queries, the limiter still 
 });
 
 t.test('a lease that a dead instance left behind expires by itself', async (t) => {
-  const api = await limitedApp(t, { limiter: { leaseTtlSeconds: 30 } });
-  await api.setTier('anonymous', 100, 60, 1);
+  const api = await testApp(t, { rateLimit: { leaseTtlSeconds: 30 } });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 1 });
   // An instance took a lease and died before releasing it.
   t.equal((await databaseLimiter(api.database.sql, 30).decide(anonymous('192.0.2.1'))).outcome, 'ok');
   const blocked = await api.request('/v1');
@@ -97,17 +98,17 @@ t.test('a lease that a dead instance left behind expires by itself', async (t) =
 });
 
 t.test('a cap change applies at the next request', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 100, 60, 1);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 1 });
   await databaseLimiter(api.database.sql, 30).decide(anonymous('192.0.2.1'));
   t.equal((await api.request('/v1')).status, 429);
-  await api.setTier('anonymous', 100, 60, 2);
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 2 });
   t.equal((await api.request('/v1')).status, 200);
 });
 
 t.test('a late release never frees a slot that another request took after the lease expired', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 100, 60, 1);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 1 });
   const limiter = databaseLimiter(api.database.sql, 30); // the client the middleware uses
   const take = async (offset: number) => {
     const decision = await limiter.decide(anonymous('192.0.2.1', offset));
@@ -135,7 +136,7 @@ function counting(sql: postgres.Sql): { sql: postgres.Sql; statements: () => num
 }
 
 t.test('decisions and releases asked for together share one statement, each caller getting its own answer', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const setup = databaseLimiter(api.database.sql, 30);
   const held = await Promise.all(Array.from({ length: 10 }, (_, i) => setup.decide(anonymous(`198.51.100.${i}`))));
   t.equal(await liveLeases(api.database.sql), 10);
@@ -173,7 +174,7 @@ async function someoneWaits(sql: postgres.Sql): Promise<void> {
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 t.test('two statements in flight at most: what is asked for meanwhile goes as the next statement, together', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const { sql, statements } = counting(api.database.sql);
   const limiter = databaseLimiter(sql, 30);
   const lease = (await limiter.decide(anonymous('192.0.2.1'))).lease!; // the client's row now exists
@@ -202,7 +203,7 @@ t.test('two statements in flight at most: what is asked for meanwhile goes as th
 });
 
 t.test('a decision whose caller stopped waiting is never sent: nothing charged, no lease', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const limiter = databaseLimiter(api.database.sql, 30);
   await limiter.decide(anonymous('192.0.2.1'));
   const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
@@ -225,7 +226,7 @@ t.test('a decision whose caller stopped waiting is never sent: nothing charged, 
 });
 
 t.test('a request answered 503 while its decision waited to be sent is never charged', async (t) => {
-  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  const api = await testApp(t, { rateLimit: { timeoutMs: 200 } });
   t.equal((await api.request('/v1')).status, 200); // the row of 192.0.2.1 now exists
   const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
   const stuck = api.request('/v1'); // its statement waits on the lock
@@ -246,8 +247,8 @@ t.test('a request answered 503 while its decision waited to be sent is never cha
 });
 
 t.test('batches from many instances lock in one order: no deadlock, nothing lost', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 1_000_000, 60, 1000);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 1_000_000, windowSeconds: 60, concurrency: 1000 });
   // Eight instances, each deciding and releasing for the same 30 clients in a different order, at once.
   const instances = Array.from({ length: 8 }, () => databaseLimiter(api.database.sql, 30));
   const clients = Array.from({ length: 30 }, (_, i) => `203.0.113.${i}`);
@@ -272,7 +273,7 @@ function holdEventLoop(ms: number): void {
 }
 
 t.test('an answer that came while the process was held up past the timeout is used, not a 503', async (t) => {
-  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  const api = await testApp(t, { rateLimit: { timeoutMs: 200 } });
   t.equal((await api.request('/v1')).status, 200); // the client's row now exists
   // The row's lock ends on the database's own timer, 400 ms after it was taken, with no help from this process.
   const row = await holdLock(t, api.database.url, async (sql) => {
@@ -288,8 +289,8 @@ t.test('an answer that came while the process was held up past the timeout is us
 });
 
 t.test('a lease granted after its request was answered 503 is given back', async (t) => {
-  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
-  await api.setTier('anonymous', 100, 60, 1);
+  const api = await testApp(t, { rateLimit: { timeoutMs: 200 } });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 1 });
   t.equal((await api.request('/v1')).status, 200); // the client's row now exists
   const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
   const late = await api.request('/v1');

@@ -6,7 +6,8 @@ import { seedTable } from '../../db/seed.ts';
 import { hashKey } from '../../lib/ratelimit/identity.ts';
 import { generateKey } from '../../lib/ratelimit/keys.ts';
 import { testDatabase } from '../helpers/db.ts';
-import { ADMIN_TOKEN, chargedUnits, liveLeases } from '../helpers/limiter.ts';
+import { ADMIN_TOKEN } from '../helpers/app.ts';
+import { chargedUnits, liveLeases } from '../helpers/limiter.ts';
 import { freePort, startServer, type ServerProcess } from '../helpers/servers.ts';
 
 const CLIENTS = 64;
