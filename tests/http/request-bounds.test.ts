@@ -9,7 +9,8 @@ import { MAX_LINK_QUERY_LENGTH } from '../../lib/pagination/params.ts';
 import { POSITION_PARAMS } from '../../lib/pagination/variants.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
-import { freePort, startServer, type ServerProcess } from '../helpers/servers.ts';
+import { freePort } from '../helpers/processes.ts';
+import { startServer, type ServerProcess } from '../helpers/servers.ts';
 
 const MB = 1024 * 1024;
 

@@ -4,8 +4,10 @@ import type { ChildProcess } from 'node:child_process';
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import t from 'tap';
 import { seedTable } from '../../db/seed.ts';
-import { testDatabase, type TestDatabase } from '../helpers/db.ts';
-import { freePort, startServer } from '../helpers/servers.ts';
+import { lockWaiters, testDatabase, type TestDatabase } from '../helpers/db.ts';
+import { freePort } from '../helpers/processes.ts';
+import { startServer } from '../helpers/servers.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 
 interface Answer {
   status: number;
@@ -38,15 +40,6 @@ function exitOf(child: ChildProcess): Promise<{ code: number | null; at: number 
   });
 }
 
-async function waitFor<T>(read: () => Promise<T> | T, done: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error('condition not reached in 10 s');
-}
-
 /**
  * Holds a lock the request needs, so that it is provably in flight inside the server until
  * `release` is called (or the test ends).
@@ -67,12 +60,7 @@ async function holdProducts(t: { teardown(fn: () => unknown): void }, db: TestDa
   t.teardown(release);
   return {
     release,
-    async untilWaiting() {
-      await waitFor(
-        () => db.sql`select count(*)::int as waiting from pg_locks where relation = 'products'::regclass and not granted`,
-        (rows) => rows[0]!.waiting > 0,
-      );
-    },
+    untilWaiting: () => lockWaiters(db.sql, db.name, 1),
   };
 }
 
@@ -91,7 +79,7 @@ t.test('SIGTERM drains an in-flight request, refuses new ones, then exits 0', as
   await lock.untilWaiting();
 
   child.kill('SIGTERM');
-  await waitFor(output, (text) => text.includes('SIGTERM'));
+  await waitFor('the server to log the signal', output, { until: (text) => text.includes('SIGTERM'), intervalMs: 25 });
   await t.rejects(fetch(`${url}/healthz`), 'a new connection is refused while draining');
 
   await lock.release();
@@ -129,7 +117,7 @@ t.test('a keep-alive client sending back to back does not keep the process servi
     }
   };
   const clients = Promise.all([client(), client(), client(), client()]);
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await sleep(1000);
   const sent = performance.now();
   signalled = true;
   child.kill('SIGTERM');
@@ -173,9 +161,9 @@ t.test('a second SIGTERM exits at once; a copy within half a second (what npm fo
   // What npm does on Ctrl-C: the terminal's SIGINT and npm's forwarded copy arrive a moment apart.
   // The copy is sent once the first is handled, so that the two are not merged into one delivery.
   child.kill('SIGTERM');
-  await waitFor(output, (text) => text.includes('SIGTERM: finishing 1 request'));
+  await waitFor('the server to log the signal', output, { until: (text) => text.includes('SIGTERM: finishing 1 request'), intervalMs: 25 });
   child.kill('SIGTERM');
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await sleep(1000);
   t.equal(child.exitCode, null, 'the repeat did not cut the drain short');
   const sent = performance.now();
   child.kill('SIGTERM');

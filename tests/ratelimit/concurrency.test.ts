@@ -2,16 +2,13 @@
 import postgres from 'postgres';
 import t from 'tap';
 import { databaseLimiter, type Decision } from '../../lib/ratelimit/limiter.ts';
+import { lockWaiters } from '../helpers/db.ts';
 import { testApp } from '../helpers/app.ts';
 import { chargedUnits, limits, liveLeases, setTier } from '../helpers/limiter.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /** An anonymous decision for `address`, as the middleware asks for it. */
 const anonymous = (address: string, clockOffset = 0) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset });
-
-/** Polls `done` every 20 ms for up to `ms`; the assertion that follows says whether it came true. */
-async function until(done: () => Promise<boolean>, ms = 2_000): Promise<void> {
-  for (let i = 0; i < ms / 20 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
-}
 
 /** Takes a lock (`take`, on a connection of its own, in a transaction) and holds it until `unlock()`. */
 async function holdLock(
@@ -48,7 +45,7 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
 
   const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
   // Wait until both hold a lease (they are then blocked on the lock).
-  await until(async () => (await liveLeases(api.database.sql)) >= 2);
+  await waitFor('two leases', () => liveLeases(api.database.sql), { until: (n) => n >= 2, timeoutMs: 2_000, intervalMs: 20 });
   const declined = await Promise.all([1, 2, 3].map(() => api.request('/v1/products?count=none')));
   for (const res of declined) {
     t.equal(res.status, 429);
@@ -73,7 +70,7 @@ t.test('with every pool connection busy on slow data queries, the limiter still 
   // Six admitted requests: four block on the lock, holding every pool connection; two queue for one.
   const admitted = Array.from({ length: 6 }, () => api.request('/v1/products?count=none'));
   // Watched from the connection that holds the lock: the pool has none to spare.
-  await until(async () => (await liveLeases(products.sql)) >= 6);
+  await waitFor('six leases', () => liveLeases(products.sql), { until: (n) => n >= 6, timeoutMs: 2_000, intervalMs: 20 });
   t.equal(await liveLeases(products.sql), 6);
   const declined = await api.request('/v1/products?count=none');
   t.equal(declined.status, 429, 'declined by the limiter, not a 503 from waiting for the pool');
@@ -163,14 +160,6 @@ t.test('decisions and releases asked for together share one statement, each call
   t.equal(await liveLeases(api.database.sql), 0, 'every lease was released');
 });
 
-/** Resolves once a statement of the database waits on a row lock. */
-async function someoneWaits(sql: postgres.Sql): Promise<void> {
-  const waiting = async () =>
-    (await sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)[0]!.n > 0;
-  await until(waiting, 5_000);
-  if (!(await waiting())) throw new Error('no statement started waiting on the lock');
-}
-
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 t.test('two statements in flight at most: what is asked for meanwhile goes as the next statement, together', async (t) => {
@@ -182,7 +171,7 @@ t.test('two statements in flight at most: what is asked for meanwhile goes as th
   const first = limiter.decide(anonymous('192.0.2.1'));
   await nextTurn();
   const second = limiter.decide(anonymous('192.0.2.1'));
-  await someoneWaits(api.database.sql);
+  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
   await nextTurn();
   t.equal(statements(), 3, 'the second decision went out while the first waits');
   // Five decisions and a release, each asked for in a turn of the event loop of its own.
@@ -211,7 +200,7 @@ t.test('a decision whose caller stopped waiting is never sent: nothing charged, 
   const first = limiter.decide(anonymous('192.0.2.1'));
   await nextTurn();
   const second = limiter.decide(anonymous('192.0.2.1'));
-  await someoneWaits(api.database.sql);
+  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
   const gaveUp = new AbortController();
   const late = t.rejects(limiter.decide(anonymous('192.0.2.99'), gaveUp.signal), /stopped waiting/);
   const onTime = limiter.decide(anonymous('192.0.2.98'), new AbortController().signal);
@@ -230,7 +219,7 @@ t.test('a request answered 503 while its decision waited to be sent is never cha
   t.equal((await api.request('/v1')).status, 200); // the row of 192.0.2.1 now exists
   const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
   const stuck = api.request('/v1'); // its statement waits on the lock
-  await someoneWaits(api.database.sql);
+  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
   const behind = api.request('/v1', { address: '192.0.2.2' }); // sent, and waits behind it on the connection
   await nextTurn();
   await nextTurn();
@@ -239,7 +228,7 @@ t.test('a request answered 503 while its decision waited to be sent is never cha
   t.equal((await behind).status, 503);
   t.equal((await stuck).status, 503);
   await row.unlock();
-  await until(async () => (await chargedUnits(api.database.sql, 'ip:192.0.2.2')) >= 1);
+  await waitFor('a unit charged to 192.0.2.2', () => chargedUnits(api.database.sql, 'ip:192.0.2.2'), { until: (n) => n >= 1, timeoutMs: 2_000, intervalMs: 20 });
   t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.1'), 2, 'the decisions already sent were made');
   t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.2'), 1);
   t.equal((await api.request('/v1', { address: '192.0.2.4' })).status, 200, 'the limiter goes on');
@@ -296,9 +285,9 @@ t.test('a lease granted after its request was answered 503 is given back', async
   const late = await api.request('/v1');
   t.equal(late.status, 503, 'the decision waits on the lock past the timeout');
   await row.unlock(); // the decision is then made: charged, with a lease
-  await until(async () => (await chargedUnits(api.database.sql, 'ip:192.0.2.1')) >= 2);
+  await waitFor('two units charged to 192.0.2.1', () => chargedUnits(api.database.sql, 'ip:192.0.2.1'), { until: (n) => n >= 2, timeoutMs: 2_000, intervalMs: 20 });
   t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.1'), 2);
-  await until(async () => (await liveLeases(api.database.sql)) === 0);
+  await waitFor('no live lease', () => liveLeases(api.database.sql), { until: (n) => n === 0, timeoutMs: 2_000, intervalMs: 20 });
   t.equal(await liveLeases(api.database.sql), 0, 'its lease is released');
   t.equal((await api.request('/v1')).status, 200, 'the cap of one is free for the next request');
 });

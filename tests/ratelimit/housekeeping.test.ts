@@ -4,6 +4,7 @@ import t from 'tap';
 import { databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { testApp } from '../helpers/app.ts';
 import { setTier } from '../helpers/limiter.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 import { housekeep } from '../../lib/ratelimit/housekeeping.ts';
 
 async function rows(sql: postgres.Sql): Promise<number> {
@@ -60,12 +61,8 @@ t.test('requests trigger housekeeping now and then, without a separate process',
   for (let i = 0; i < 10; i++) await api.request('/v1', { address: `198.51.100.${i}` });
   t.equal(await rows(api.database.sql), 10);
   api.clock = 100; // past every lease (30 s) and a minute
-  await new Promise((resolve) => setTimeout(resolve, 60));
+  await sleep(60);
   await api.request('/v1', { address: '192.0.2.200' });
-  let left = 11;
-  for (let i = 0; i < 50 && left > 1; i++) {
-    left = await rows(api.database.sql);
-    if (left > 1) await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const left = await waitFor('housekeeping to remove the old rows', () => rows(api.database.sql), { until: (n) => n <= 1, timeoutMs: 1_000, intervalMs: 20 });
   t.equal(left, 1, 'only the newest row is left');
 });

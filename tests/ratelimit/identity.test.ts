@@ -6,7 +6,8 @@ import { seedTable } from '../../db/seed.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app.ts';
 import { limits, setTier } from '../helpers/limiter.ts';
-import { freePort, startServer } from '../helpers/servers.ts';
+import { freePort } from '../helpers/processes.ts';
+import { startServer } from '../helpers/servers.ts';
 import { type TrustProxy } from '../../lib/http/forwarding.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 

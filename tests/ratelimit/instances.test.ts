@@ -8,7 +8,9 @@ import { generateKey } from '../../lib/ratelimit/keys.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { chargedUnits, liveLeases } from '../helpers/limiter.ts';
-import { freePort, startServer, type ServerProcess } from '../helpers/servers.ts';
+import { freePort } from '../helpers/processes.ts';
+import { startServer, type ServerProcess } from '../helpers/servers.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const CLIENTS = 64;
 
@@ -89,7 +91,7 @@ t.test('three instances, one database', async (t) => {
     );
     const declined: { status: number; code: string | undefined }[] = [];
     for (const p of pending) void p.then((r) => r.status === 429 && declined.push(r));
-    for (let i = 0; i < 300 && declined.length < CLIENTS - 5; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('all but five requests declined', () => declined.length, { until: (n) => n >= CLIENTS - 5, timeoutMs: 6_000, intervalMs: 20 });
     t.equal(await liveLeases(db.sql, 'key:key_hammer'), 5, 'five leases are held');
     await reserved`commit`;
     reserved.release();
