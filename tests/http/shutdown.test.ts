@@ -134,13 +134,19 @@ t.test('a keep-alive client sending back to back does not keep the process servi
   t.comment(`after SIGTERM: ${after.answers} answers, ${after.reset} reset by the idle close`);
 });
 
-t.test('a request held past the deadline: connections are cut and the process exits 1 by the deadline', async (t) => {
-  const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_TIMEOUT_MS: '1500' });
+/** A server on the test database with SHUTDOWN_TIMEOUT_MS `deadlineMs`, and one request held in flight in it. */
+async function serverHoldingRequest(t: { teardown(fn: () => unknown): void }, deadlineMs: number) {
+  const { child, url, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_TIMEOUT_MS: String(deadlineMs) });
   const exited = exitOf(child);
   const lock = await holdProducts(t, db);
   const inFlight = fetch(`${url}/v1/products?limit=5`);
   inFlight.catch(() => {});
   await lock.untilWaiting();
+  return { child, output, exited, inFlight };
+}
+
+t.test('a request held past the deadline: connections are cut and the process exits 1 by the deadline', async (t) => {
+  const { child, output, exited, inFlight } = await serverHoldingRequest(t, 1500);
   const sent = performance.now();
   child.kill('SIGTERM');
   const { code, at } = await exited;
@@ -152,12 +158,7 @@ t.test('a request held past the deadline: connections are cut and the process ex
 });
 
 t.test('a second SIGTERM exits at once; a copy within half a second (what npm forwards on Ctrl-C) counts once', async (t) => {
-  const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_TIMEOUT_MS: '60000' });
-  const exited = exitOf(child);
-  const lock = await holdProducts(t, db);
-  const inFlight = fetch(`${url}/v1/products?limit=5`);
-  inFlight.catch(() => {});
-  await lock.untilWaiting();
+  const { child, output, exited } = await serverHoldingRequest(t, 60_000);
   // What npm does on Ctrl-C: the terminal's SIGINT and npm's forwarded copy arrive a moment apart.
   // The copy is sent once the first is handled, so that the two are not merged into one delivery.
   child.kill('SIGTERM');
