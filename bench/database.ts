@@ -5,7 +5,7 @@ import { runMigrations } from '../db/migrate.ts';
 import { seedWithProgress } from '../scripts/seed.ts';
 import { benchPort } from './processes.ts';
 
-export const BENCH_DATABASE = 'bench';
+const BENCH_DATABASE = 'bench';
 
 export interface BenchDatabase {
   readonly url: string;

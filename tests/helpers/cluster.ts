@@ -50,7 +50,7 @@ async function childrenOf(pid: number): Promise<number[]> {
   return children;
 }
 
-export type StopMode = 'fast' | 'immediate';
+type StopMode = 'fast' | 'immediate';
 
 export interface Cluster {
   readonly port: number;

@@ -3,7 +3,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { freePort } from './processes.ts';
 
 /** What happens to a connection accepted from now on. */
-export type NewConnections =
+type NewConnections =
   /** Passed through to PostgreSQL. */
   | 'pass'
   /** Reset at once (a database that refuses connections). */
