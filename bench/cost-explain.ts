@@ -2,7 +2,7 @@
 // Each path is served once through the app (limiter off) to capture the SQL it runs, then every captured
 // statement is run under EXPLAIN ANALYZE a few times; the median execution time is printed with the plan's top nodes.
 import { drizzle } from 'drizzle-orm/postgres-js';
-import { openDatabase } from '../db/client.ts';
+import { type Database, openDatabase } from '../db/client.ts';
 import * as schema from '../db/schema.ts';
 import { buildApp } from '../lib/http/app.ts';
 import { parseConfig } from '../lib/http/config.ts';
@@ -36,7 +36,10 @@ const captured: { query: string; params: unknown[] }[] = [];
 const opened = openDatabase(url, { max: 2 });
 const { sql } = opened;
 // The app's own database, with a Drizzle logger that captures each query for EXPLAIN.
-const database = { ...opened, db: drizzle(sql, { schema, logger: { logQuery: (query, params) => captured.push({ query, params }) } }) };
+const database: Database = {
+  ...opened,
+  drizzle: drizzle(sql, { schema, logger: { logQuery: (query, params) => captured.push({ query, params }) } }),
+};
 const registry = demoRegistry();
 const cursorSecret = 'x'.repeat(32);
 const app = buildApp({ database, config: parseConfig({}), registry, cursorSecret, log: () => {} });

@@ -12,7 +12,7 @@ const TICKS_PER_SECOND = (() => {
 })();
 
 /** utime + stime of one process in microseconds; undefined when it is gone or /proc is not there. */
-export function cpuMicros(pid: number): number | undefined {
+function cpuMicros(pid: number): number | undefined {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

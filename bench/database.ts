@@ -3,9 +3,9 @@ import postgres, { type Sql } from 'postgres';
 import { defaultDataDir, startEmbedded } from '../db/embedded.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { seedWithProgress } from '../scripts/seed.ts';
-import { choosePort } from './processes.ts';
+import { benchPort } from './processes.ts';
 
-export const BENCH_DATABASE = 'bench';
+const BENCH_DATABASE = 'bench';
 
 export interface BenchDatabase {
   readonly url: string;
@@ -20,7 +20,7 @@ export interface BenchDatabase {
 async function postgresServer(databaseUrl: string | undefined, log: (line: string) => void) {
   if (databaseUrl) return { url: databaseUrl, stop: async () => {} };
   log(`DATABASE_URL is not set: starting the embedded PostgreSQL in ${defaultDataDir}`);
-  return startEmbedded({ dataDir: defaultDataDir, port: await choosePort() });
+  return startEmbedded({ dataDir: defaultDataDir, port: await benchPort() });
 }
 
 async function createDatabaseIfMissing(serverUrl: string, name: string): Promise<void> {

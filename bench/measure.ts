@@ -1,6 +1,8 @@
 // One row of the table: a probe, a warm-up, then an autocannon run with the CPU each process spent on it.
+import type { IncomingHttpHeaders } from 'node:http';
 import autocannon from 'autocannon';
 import type { Sql } from 'postgres';
+import { waitFor } from '../tests/helpers/wait.ts';
 import { cpuBetween, isLocalPostgres, snapshot } from './cpu.ts';
 import type { RunningServer } from './processes.ts';
 import type { Load, Scenario } from './scenarios.ts';
@@ -37,20 +39,27 @@ async function backendPids(sql: Sql, local: boolean): Promise<number[]> {
   return rows.map((row) => row.pid as number).filter(isLocalPostgres);
 }
 
-async function runAutocannon(origin: string, load: Load, options: LoadOptions, seconds: number) {
+async function runAutocannon(origin: string, load: Load, options: LoadOptions, seconds: number): Promise<autocannon.Result> {
   options.signal?.throwIfAborted();
-  const instance = autocannon({
-    url: `${origin}${load.path ?? '/'}`,
-    headers: load.headers,
-    requests: load.requests,
-    connections: options.connections,
-    duration: seconds,
-    timeout: 10,
+  // The callback form: the instance it returns can be stopped (the promise form's cannot, as typed).
+  let instance: autocannon.Instance | undefined;
+  const result = new Promise<autocannon.Result>((resolve, reject) => {
+    instance = autocannon(
+      {
+        url: `${origin}${load.path ?? '/'}`,
+        headers: load.headers,
+        requests: load.requests,
+        connections: options.connections,
+        duration: seconds,
+        timeout: 10,
+      },
+      (error, result) => (error ? reject(error) : resolve(result)),
+    );
   });
-  const stop = () => instance.stop();
+  const stop = () => instance?.stop();
   options.signal?.addEventListener('abort', stop, { once: true });
   try {
-    return await instance;
+    return await result;
   } finally {
     options.signal?.removeEventListener('abort', stop);
   }
@@ -62,25 +71,34 @@ async function runAutocannon(origin: string, load: Load, options: LoadOptions, s
  * must not pay for them. Gives up quietly after a minute; the probe then reports what is wrong.
  */
 async function settle(server: RunningServer, quickMs = 200, patienceMs = 60_000): Promise<void> {
-  const deadline = Date.now() + patienceMs;
-  while (Date.now() < deadline) {
+  const url = `${server.origin}${server.variant.readyPath}`;
+  const quickAnswer = async () => {
     const started = performance.now();
-    const ok = await fetch(`${server.origin}${server.variant.readyPath}`, { signal: AbortSignal.timeout(10_000) })
+    const ok = await fetch(url, { signal: AbortSignal.timeout(10_000) })
       .then(async (response) => {
         await response.arrayBuffer();
         return response.ok;
       })
       .catch(() => false);
-    if (ok && performance.now() - started < quickMs) return;
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    return ok && performance.now() - started < quickMs;
+  };
+  await waitFor(`${url} to answer within ${quickMs} ms`, quickAnswer, { timeoutMs: patienceMs, intervalMs: 500 }).catch(() => {});
+}
+
+/** Headers of an autocannon request as fetch takes them (a repeated header as one comma-joined value). */
+function fetchHeaders(headers: IncomingHttpHeaders | undefined): Headers {
+  const result = new Headers();
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (value !== undefined) result.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
+  return result;
 }
 
 /** Sends one request as the scenario would and fails when the status is not the expected one. */
 async function probe(origin: string, load: Load, expected: number): Promise<void> {
   const first = load.requests?.[0];
   const path = first?.path ?? load.path ?? '/';
-  const response = await fetch(`${origin}${path}`, { headers: first?.headers ?? load.headers });
+  const response = await fetch(`${origin}${path}`, { headers: fetchHeaders(first?.headers ?? load.headers) });
   const body = await response.text();
   if (response.status !== expected) {
     throw new Error(`Probe of ${path} answered ${response.status}, expected ${expected}: ${body.slice(0, 200)}`);

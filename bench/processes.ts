@@ -1,7 +1,8 @@
 // Server processes under test: started on 127.0.0.1 ports 4300-4399, awaited until ready, always stopped.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { freePort, type PortRange, stopProcess } from '../tests/helpers/processes.ts';
+import { waitFor } from '../tests/helpers/wait.ts';
 
 /** A differently configured server process that scenarios can target by name. */
 export interface ServerVariant {
@@ -25,26 +26,13 @@ export interface RunningServer {
 }
 
 const projectRoot = fileURLToPath(new URL('..', import.meta.url));
-const PORTS = { first: 4300, last: 4399 } as const;
-const taken = new Set<number>();
 
-/** Whether nothing listens on `port`, on any address (the service binds all of them). */
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, () => probe.close(() => resolve(true)));
-  });
-}
+/** The bench's ports, beside the tests' (tests/helpers/processes.ts). */
+const BENCH_PORTS: PortRange = { first: 4300, last: 4399 };
 
-/** A free port in our range; other people share the machine, so never assume a fixed one. */
-export async function choosePort(): Promise<number> {
-  for (let port = PORTS.first; port <= PORTS.last; port++) {
-    if (taken.has(port) || !(await portIsFree(port))) continue;
-    taken.add(port);
-    return port;
-  }
-  throw new Error(`No free port from ${PORTS.first} to ${PORTS.last}`);
+/** A free port of the bench's range; other people share the machine, so never assume a fixed one. */
+export function benchPort(): Promise<number> {
+  return freePort(BENCH_PORTS);
 }
 
 /** The last lines a child printed, to show when it fails to start. */
@@ -59,40 +47,29 @@ function outputTail(child: ChildProcess): () => string {
   return () => tail.trim();
 }
 
-async function waitUntilReady(child: ChildProcess, url: string, tail: () => string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${tail()}`);
-    }
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-      await response.arrayBuffer();
-      if (response.ok) return;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`not ready after ${timeoutMs / 1000} s:\n${tail()}`);
-}
-
-/** SIGTERM (the service drains and closes its pool), then SIGKILL if it lingers. */
-function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
+/** Resolves once `url` answers 200; fails at once if the child exits first. */
+async function untilReady(child: ChildProcess, url: string, timeoutMs: number): Promise<void> {
+  await waitFor(
+    `${url} to answer 200`,
+    async () => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`exited (${child.exitCode ?? child.signalCode}) before it was ready`);
+      }
+      try {
+        const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+        await response.arrayBuffer();
+        return response.status;
+      } catch {
+        return 'not listening yet';
+      }
+    },
+    { until: (status) => status === 200, timeoutMs, intervalMs: 200 },
+  );
 }
 
 /** Starts one variant against `databaseUrl` and resolves once its ready path answers 200. */
 export async function startServer(variant: ServerVariant, databaseUrl: string, timeoutMs = 180_000): Promise<RunningServer> {
-  const port = await choosePort();
+  const port = await benchPort();
   const env = { ...process.env, ...variant.env, PORT: String(port), DATABASE_URL: databaseUrl };
   const child = spawn(process.execPath, ['--import', 'tsx', variant.entry], {
     cwd: projectRoot,
@@ -104,14 +81,18 @@ export async function startServer(variant: ServerVariant, databaseUrl: string, t
     variant,
     pid: child.pid,
     origin: `http://127.0.0.1:${port}`,
-    stop: () => stopChild(child),
+    // SIGTERM (the service drains and closes its pool), then SIGKILL if it lingers.
+    stop: async () => {
+      await stopProcess(child);
+    },
   };
+  const tail = outputTail(child);
   try {
-    await waitUntilReady(child, `${running.origin}${variant.readyPath}`, outputTail(child), timeoutMs);
+    await untilReady(child, `${running.origin}${variant.readyPath}`, timeoutMs);
     await variant.setup?.(running.origin);
   } catch (error) {
     await running.stop();
-    throw new Error(`Server ${variant.name} (${variant.entry}) ${(error as Error).message}`);
+    throw new Error(`Server ${variant.name} (${variant.entry}): ${(error as Error).message}\n${tail()}`);
   }
   return running;
 }

@@ -14,7 +14,7 @@ export interface Load {
   requests?: autocannon.Request[];
 }
 
-export interface ScenarioContext {
+interface ScenarioContext {
   /** The target server, `http://127.0.0.1:<port>`. */
   readonly origin: string;
   /** A connection to the bench database, e.g. to insert a key or change a tier. */
@@ -41,30 +41,10 @@ function pathOf(href: string): string {
   return `${url.pathname}${url.search}`;
 }
 
-/**
- * A request generator that walks a collection: each connection follows its previous chunk's `_links.next`,
- * starting at `firstPath`. autocannon clears a connection's context when its request list wraps around,
- * so the list holds `steps` requests: each connection starts over at the first chunk every `steps` chunks,
- * or at once when a chunk has no next link.
- */
-export function followNext(firstPath: string, options: { headers?: Record<string, string>; steps?: number } = {}): autocannon.Request[] {
-  const step: autocannon.Request = {
-    method: 'GET',
-    path: firstPath,
-    headers: options.headers,
-    setupRequest: (request, context) => ({ ...request, path: (context.next as string | undefined) ?? firstPath }),
-    onResponse: (status, body, context) => {
-      const href = status === 200 ? (JSON.parse(body) as { _links?: { next?: { href?: string } } })._links?.next?.href : undefined;
-      context.next = href === undefined ? undefined : pathOf(href);
-    },
-  };
-  return Array.from({ length: options.steps ?? 1_000 }, () => step);
-}
-
 // The operator token of the service processes the bench starts; they live only as long as the bench.
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
 
-/** Sets a tier through the operator API (docs/api.md, "Operator API"), as an operator would at run time. */
+/** Sets a tier through the operator API (README, "Operator API"), as an operator would at run time. */
 async function putTier(origin: string, tier: string, body: { limit: number; windowSeconds: number; concurrency: number }) {
   const response = await fetch(`${origin}/admin/tiers/${tier}`, {
     method: 'PUT',
@@ -104,8 +84,7 @@ export const scenarios: Scenario[] = [
       const body = (await response.json()) as { _links?: { next?: { href: string } } };
       const href = body._links?.next?.href;
       if (!response.ok || !href) throw new Error(`since_id=900000 answered ${response.status} without a next link`);
-      const url = new URL(href);
-      return { path: `${url.pathname}${url.search}` };
+      return { path: pathOf(href) };
     },
   },
 ];

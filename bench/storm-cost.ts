@@ -4,11 +4,14 @@
 // before and during the storm, what the storm keys were served, and /readyz. Not part of the tests.
 import { spawn } from 'node:child_process';
 import postgres from 'postgres';
+import { stopProcess } from '../tests/helpers/processes.ts';
+import { sleep } from '../tests/helpers/wait.ts';
+import { benchPort } from './processes.ts';
 
 const [databaseUrl, dir = process.cwd(), secondsText = '30'] = process.argv.slice(2);
 if (!databaseUrl) throw new Error('Usage: tsx bench/storm-cost.ts <database url> [service dir] [seconds]');
 const seconds = Number(secondsText);
-const port = 4290;
+const port = await benchPort();
 const base = `http://127.0.0.1:${port}`;
 const STORM = process.env.STORM ?? '/v1/products?sort=-priceCents,name&offset=999000&count=none';
 const CHEAP = '/v1/products?count=none';
@@ -53,7 +56,7 @@ async function victim(ms: number): Promise<{ latencies: number[]; statuses: Reco
     await res.arrayBuffer();
     latencies.push(performance.now() - started);
     statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
   return { latencies, statuses };
 }
@@ -65,7 +68,7 @@ async function readyz(ms: number): Promise<Record<number, number>> {
     const res = await fetch(`${base}/readyz`);
     await res.arrayBuffer();
     statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
   }
   return statuses;
 }
@@ -98,5 +101,4 @@ console.log(
 );
 console.log(`storm keys over ${seconds} s (status: count): ${JSON.stringify(served)}`);
 console.log(`/readyz during the storm: ${JSON.stringify(ready)}`);
-server.kill('SIGTERM');
-await new Promise((resolve) => server.once('exit', resolve));
+await stopProcess(server);

@@ -39,15 +39,30 @@ function urlFor(port: number): string {
   return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** `port` if a server could listen on it now, on every address; 0: a port the system picks. */
+function listenable(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.once('error', () => resolve(undefined));
+    server.listen(port, () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('No port'))));
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : undefined));
     });
   });
+}
+
+/**
+ * Whether nothing listens on `port`, on any address, now (a probe: it may be taken a moment later). The
+ * tests and the bench choose their ports in ranges of their own with it (tests/helpers/processes.ts).
+ */
+export async function portIsFree(port: number): Promise<boolean> {
+  return (await listenable(port)) !== undefined;
+}
+
+async function freePort(): Promise<number> {
+  const port = await listenable(0);
+  if (port === undefined) throw new EmbeddedError('No free port to start PostgreSQL on');
+  return port;
 }
 
 interface Binaries {

@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { alive } from '../../db/embedded.ts';
 import { testDatabase } from '../helpers/db.ts';
-import { freePort } from '../helpers/servers.ts';
+import { freePort, stopProcess } from '../helpers/processes.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -33,19 +34,13 @@ function command(cwd: string, args: string[], env: Record<string, string>): Comm
   return { child, output: () => output, exited };
 }
 
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-function listening(command: Command): Promise<void> {
-  return until(`the server to listen:\n${command.output()}`, () => {
+/** Resolves with the command's output once its server listens. */
+function listening(command: Command): Promise<string> {
+  const output = () => {
     if (command.child.exitCode !== null) throw new Error(`Exited early:\n${command.output()}`);
-    return command.output().includes('Listening on');
-  });
+    return command.output();
+  };
+  return waitFor('the server to listen', output, { until: (text) => text.includes('Listening on'), timeoutMs: 60_000 });
 }
 
 function portOpen(port: number): Promise<boolean> {
@@ -143,8 +138,7 @@ t.test('embedded default: unreachable clone, shared data directory, SIGTERM to n
   await listening(second);
   t.match(second.output(), new RegExp(`already running on port \\d+ \\(process ${postmasterPid}\\), data in ${dataDir}`));
   t.equal((await fetch(`http://127.0.0.1:${portB}/v1/products`)).status, 200, 'the second instance serves');
-  second.child.kill('SIGTERM');
-  t.equal(await second.exited, 0, 'the second instance stops cleanly');
+  t.equal(await stopProcess(second.child), 0, 'the second instance stops cleanly');
   t.ok(alive(postmasterPid), 'and leaves the shared PostgreSQL running');
 
   // Item: npm run seed while it runs, on the same data.
@@ -159,9 +153,9 @@ t.test('embedded default: unreachable clone, shared data directory, SIGTERM to n
   const server = childrenOf(first.child.pid!);
   t.same(server.length, 1, 'npm start runs the server as its only child (no shell, no tsx wrapper)');
   const sent = performance.now();
-  first.child.kill('SIGTERM');
-  t.equal(await first.exited, 0, 'npm exits 0 once the server has drained');
-  await until('every process of the clone to end', () => processesOf(app).length === 0 && processesOf(cache!).length === 0, 5000);
+  t.equal(await stopProcess(first.child), 0, 'npm exits 0 once the server has drained');
+  const left = () => [...processesOf(app), ...processesOf(cache!)];
+  await waitFor('every process of the clone to end', left, { until: (pids) => pids.length === 0, timeoutMs: 5_000 });
   t.comment(`everything gone ${Math.round(performance.now() - sent)} ms after SIGTERM`);
   t.notOk(alive(postmasterPid), 'the postmaster is gone');
   t.notOk(existsSync(path.join(dataDir!, 'postmaster.pid')), 'and released the data folder');
@@ -175,8 +169,7 @@ t.test('SIGTERM to npm start with DATABASE_URL stops the server too', async (t) 
   await listening(started);
   const [server] = childrenOf(started.child.pid!);
   t.teardown(() => alive(server!) && process.kill(server!, 'SIGKILL'));
-  started.child.kill('SIGTERM');
-  t.equal(await started.exited, 0);
-  await until('the server to end', () => !alive(server!), 5000);
+  t.equal(await stopProcess(started.child), 0);
+  await waitFor('the server to end', () => !alive(server!), { timeoutMs: 5_000 });
   t.notOk(await portOpen(port), 'the port is closed');
 });

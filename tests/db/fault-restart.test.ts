@@ -6,7 +6,9 @@ import t, { type Test } from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
 import { seedTable } from '../../db/seed.ts';
 import { type Cluster, startCluster } from '../helpers/cluster.ts';
-import { freePort, type ServerProcess, startServer } from '../helpers/servers.ts';
+import { freePort } from '../helpers/processes.ts';
+import { type ServerProcess, startServer } from '../helpers/servers.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 
 // What the issue demands: the first 200 within 1 s of the database accepting connections again.
 const RECOVERY_MS = 1000;
@@ -33,8 +35,6 @@ interface Probe {
   readonly ended: number;
   readonly ok: boolean;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * One fresh connection and `select 1`: whether the database accepts connections now. node-postgres, so
@@ -119,15 +119,12 @@ t.teardown(async () => {
 });
 
 /** Waits until every route has answered 200 on a request started after `since`. */
-async function allServedSince(since: number, ms: number): Promise<boolean> {
-  const deadline = performance.now() + ms;
-  const routes = new Set(ROUTES);
-  while (performance.now() < deadline) {
+async function allServedSince(what: string, since: number, timeoutMs: number): Promise<void> {
+  const unserved = () => {
     const served = new Set(samples.filter((s) => s.started >= since && s.status === 200).map((s) => s.route));
-    if ([...routes].every((route) => served.has(route))) return true;
-    await sleep(20);
-  }
-  return false;
+    return [...new Set(ROUTES)].filter((route) => !served.has(route));
+  };
+  await waitFor(what, unserved, { until: (routes) => routes.length === 0, timeoutMs, intervalMs: 20 });
 }
 
 interface Outage {
@@ -155,32 +152,36 @@ interface Measured {
  * later of that and 1 s after the database accepted connections.
  */
 async function measure(t: Test, name: string, inject: () => Promise<void>): Promise<Measured> {
-  t.ok(await allServedSince(performance.now(), 10_000), `${name}: served before the fault`);
+  await allServedSince(`${name}: every route served before the fault`, performance.now(), 10_000);
   const faultAt = performance.now();
   await inject();
   const injected = performance.now();
   // Up to 40 s: long enough to measure the outage of an unpatched driver, which is not a pass.
   const deadline = performance.now() + 40_000;
-  let acceptedAt = Number.NaN;
-  while (performance.now() < deadline && !Number.isFinite(acceptedAt)) {
+  const accepted = () => {
     const since = probes.filter((p) => p.started >= faultAt);
     const lastFailure = since.map((p) => p.ok).lastIndexOf(false);
-    if (lastFailure === -1) {
-      if (since.some((p) => p.ok && p.started >= injected)) acceptedAt = injected;
-    } else {
-      const back = since.slice(lastFailure + 1).find((p) => p.ok);
-      if (back) acceptedAt = back.ended;
-    }
-    await sleep(20);
-  }
-  t.ok(Number.isFinite(acceptedAt), `${name}: the database accepts connections again`);
-  t.ok(await allServedSince(faultAt, Math.max(deadline - performance.now(), 0)), `${name}: every route answered 200 again`);
+    if (lastFailure === -1) return since.some((p) => p.ok && p.started >= injected) ? injected : undefined;
+    return since.slice(lastFailure + 1).find((p) => p.ok)?.ended;
+  };
+  const acceptedAt = await waitFor(`${name}: the database to accept connections again`, accepted, {
+    until: (at) => at !== undefined,
+    timeoutMs: 40_000,
+    intervalMs: 20,
+  });
+  await allServedSince(`${name}: every route to answer 200 again`, faultAt, Math.max(deadline - performance.now(), 0));
   const servingFrom = Math.max(performance.now(), acceptedAt + RECOVERY_MS);
   await sleep(servingFrom + 1_000 - performance.now());
   // Each client has one request out at a time: once each has sent one after the watch, every request
   // sent before has been answered (or failed).
   const watchedUntil = performance.now();
-  while (ROUTES.some((_, i) => !samples.some((s) => s.client === i && s.started >= watchedUntil))) await sleep(20);
+  const waiting = () => ROUTES.filter((_, i) => !samples.some((s) => s.client === i && s.started >= watchedUntil)).length;
+  // A request times out after 30 s: by 40 s every client has sent another.
+  await waitFor(`${name}: every client to send a request after the watch`, waiting, {
+    until: (n) => n === 0,
+    timeoutMs: 40_000,
+    intervalMs: 20,
+  });
 
   const during = samples.filter((s) => s.started >= faultAt && s.started < watchedUntil);
   const firstOkMs: Record<string, number> = {};
@@ -257,10 +258,10 @@ t.test('a backend killed with SIGKILL under load: the postmaster restarts every 
     process.kill(row!.pid, 'SIGKILL');
     // Returns once the postmaster has acted on the crash (every backend gone), so that a probe that got
     // in just before cannot pass for the database being back.
-    const deadline = performance.now() + 10_000;
-    while (!/all server processes terminated; reinitializing/.test((await cluster.log()).slice(logged))) {
-      if (performance.now() > deadline) throw new Error(`The postmaster did not reinitialise:\n${await cluster.log()}`);
-      await sleep(5);
-    }
+    await waitFor('the postmaster to reinitialise', async () => (await cluster.log()).slice(logged), {
+      until: (log) => /all server processes terminated; reinitializing/.test(log),
+      timeoutMs: 10_000,
+      intervalMs: 5,
+    });
   }),
 );

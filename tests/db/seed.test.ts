@@ -6,6 +6,7 @@ import { type SeedTable, seedTable, seedTables } from '../../db/seed.ts';
 import { parseSeedArgs } from '../../scripts/seed.ts';
 import { testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const sizes: Record<SeedTable, number> = { products: 3_000, orders: 2_000, events: 5_000 };
 
@@ -161,7 +162,7 @@ t.test('a reseed of a live table never blocks its readers: they wait millisecond
       await reader`select id, name from products limit 1`;
       longest = Math.max(longest, performance.now() - started);
       reads++;
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await sleep(5);
     }
   })();
   const started = performance.now();

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { testDatabase } from '../helpers/db.ts';
-import { freePort, startServer } from '../helpers/servers.ts';
+import { freePort } from '../helpers/processes.ts';
+import { startServer } from '../helpers/servers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8');

@@ -5,34 +5,79 @@ import { buildApp } from '../../lib/http/app.ts';
 import { type Config, parseConfig } from '../../lib/http/config.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import type { Registry } from '../../lib/pagination/registry.ts';
+import type { LimiterOptions } from '../../lib/ratelimit/middleware.ts';
 import { type TestDatabase, testDatabase } from './db.ts';
+
+/** The operator token of every test app (unless its `env` says otherwise) and of test servers that want one. */
+export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
+
+/** The socket address of a request when the test gives none. */
+const DEFAULT_ADDRESS = '192.0.2.1';
+
+export interface TestAppOptions {
+  /** Rows to seed in each demo table; none by default. */
+  seed?: SeedSizes;
+  /** The environment the config is parsed from, on top of ADMIN_TOKEN. */
+  env?: Record<string, string>;
+  /** The collections served (default: the demo ones). */
+  registry?: Registry;
+  /**
+   * The rate limiter in front of /v1: off by default; true, or options on top of the tests' own (the socket
+   * address a request gives, the movable clock, no housekeeping unless asked for).
+   */
+  rateLimit?: boolean | LimiterOptions;
+}
 
 export interface TestApp {
   readonly app: Hono;
   readonly database: TestDatabase;
   readonly config: Config;
-  /** GET (by default) a path on http://test.local; returns the response. */
-  request(path: string, init?: RequestInit): Promise<Response>;
+  /** Seconds the database clock is moved forward for the rate limiter; tests move it instead of sleeping. */
+  clock: number;
+  /**
+   * GET (by default) a path on http://test.local; returns the response. `address` is the socket's (as the
+   * server would see it) for the rate limiter; 192.0.2.1 when absent.
+   */
+  request(path: string, init?: RequestInit & { address?: string }): Promise<Response>;
   /** GET a path and parse its JSON body. */
   json(path: string, init?: RequestInit): Promise<{ status: number; body: any; headers: Headers }>;
 }
 
-export async function testApp(
-  t: { teardown(fn: () => unknown): void },
-  options: { seed?: SeedSizes; env?: Record<string, string> } = {},
-): Promise<TestApp> {
+export async function testApp(t: { teardown(fn: () => unknown): void }, options: TestAppOptions = {}): Promise<TestApp> {
   const database = await testDatabase(t);
   for (const [table, count] of Object.entries(options.seed ?? {})) {
     if (count) await seedTable(database.sql, table as SeedTable, count);
   }
-  const config = parseConfig(options.env ?? {});
+  const config = parseConfig({ ADMIN_TOKEN, ...options.env });
   const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
-  const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, log: () => {} });
-  const request = async (path: string, init?: RequestInit) => app.request(`http://test.local${path}`, init);
+  let clock = 0;
+  const rateLimit: LimiterOptions | false = options.rateLimit
+    ? {
+        // No real socket exists under app.request(): the address is the one the test gave.
+        remoteAddress: (c) => c.req.header('x-test-socket') ?? DEFAULT_ADDRESS,
+        clockOffset: () => clock,
+        housekeepingMs: 0,
+        ...(options.rateLimit === true ? {} : options.rateLimit),
+      }
+    : false;
+  const app = buildApp({ database, config, registry: options.registry ?? demoRegistry(), cursorSecret, rateLimit });
+  const request = async (path: string, init: RequestInit & { address?: string } = {}) => {
+    const { address, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (address) headers.set('x-test-socket', address);
+    return app.request(`http://test.local${path}`, { ...rest, headers });
+  };
   return {
     app,
     database,
     config,
+    get clock() {
+      return clock;
+    },
+    set clock(seconds: number) {
+      clock = seconds;
+    },
     request,
     async json(path, init) {
       const res = await request(path, init);

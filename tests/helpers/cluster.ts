@@ -4,7 +4,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { chown, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './servers.ts';
+import { alive } from '../../db/embedded.ts';
+import { freePort } from './processes.ts';
+import { waitFor } from './wait.ts';
 
 const run = promisify(execFile);
 
@@ -48,25 +50,7 @@ async function childrenOf(pid: number): Promise<number[]> {
   return children;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitGone(pids: number[], ms = 10_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (pids.some(alive)) {
-    if (performance.now() > deadline)
-      throw new Error(`Private cluster: processes ${pids.filter(alive).join(', ')} outlived the postmaster`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-export type StopMode = 'fast' | 'immediate';
+type StopMode = 'fast' | 'immediate';
 
 export interface Cluster {
   readonly port: number;
@@ -145,7 +129,12 @@ export async function startCluster(t: Teardown): Promise<Cluster> {
     stopped = true;
     // A new postmaster refuses to start while the old one's process id is alive (even unreaped) or its
     // backends, which exit when they notice it died, still hold its shared memory.
-    await waitGone([pid, ...backends]);
+    const gone = [pid, ...backends];
+    await waitFor('the killed postmaster and its backends to end', () => gone.filter(alive), {
+      until: (left) => left.length === 0,
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
   }
 
   async function start(): Promise<void> {

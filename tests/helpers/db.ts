@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import postgres, { type Sql } from 'postgres';
 import { type Database, openDatabase } from '../../db/client.ts';
 import { runMigrations } from '../../db/migrate.ts';
+import { waitFor } from './wait.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -42,11 +43,14 @@ export async function testDatabase(t: Teardown, options: { max?: number } = {}):
   return { ...database, url, name };
 }
 
-/** Resolves once `count` sessions of `database` wait for a lock (a request provably in flight behind it). */
-export async function lockWaiters(sql: Sql, database: string, count: number): Promise<void> {
-  for (;;) {
+/**
+ * Resolves once `count` sessions of `database` wait for a lock (a request provably in flight behind it);
+ * fails after `timeoutMs`.
+ */
+export async function lockWaiters(sql: Sql, database: string, count: number, timeoutMs = 10_000): Promise<void> {
+  const waiting = async () => {
     const [row] = await sql`select count(*)::int as n from pg_stat_activity where datname = ${database} and wait_event_type = 'Lock'`;
-    if (row!.n >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+    return row!.n as number;
+  };
+  await waitFor(`${count} sessions of ${database} waiting for a lock`, waiting, { until: (n) => n >= count, timeoutMs });
 }

@@ -1,8 +1,10 @@
 // A real server process whose database connections all go through a TCP proxy the test controls.
 import { seedTable } from '../../db/seed.ts';
 import { type TestDatabase, testDatabase } from './db.ts';
-import { freePort, type ServerProcess, startServer } from './servers.ts';
+import { freePort } from './processes.ts';
+import { type ServerProcess, startServer } from './servers.ts';
 import { startProxy, type TcpProxy } from './tcp-proxy.ts';
+import { sleep, waitFor } from './wait.ts';
 
 export interface ProxiedService {
   /** The test's own clients reach the database directly, never through the proxy. */
@@ -51,6 +53,29 @@ export async function sample(base: string, path: string, timeoutMs = 10_000): Pr
   }
 }
 
+/**
+ * GETs `path` every `intervalMs` (default 100) until it is a 200, and returns every sample, the 200 last;
+ * fails after `timeoutMs` (default 10 s). For time to recovery: a service that is back answers quickly.
+ */
+export async function untilServed(
+  base: string,
+  path: string,
+  options: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<Sample[]> {
+  const samples: Sample[] = [];
+  const next = async () => {
+    const answer = await sample(base, path);
+    samples.push(answer);
+    return answer.status;
+  };
+  await waitFor(`${path} to answer 200`, next, {
+    until: (status) => status === 200,
+    timeoutMs: options.timeoutMs ?? 10_000,
+    intervalMs: options.intervalMs ?? 100,
+  });
+  return samples;
+}
+
 /** Clients that each send `path` one request after another, `pauseMs` apart, until stopped. */
 export function steadyLoad(base: string, paths: string[], pauseMs: number): { samples: Sample[]; stop(): Promise<void> } {
   const samples: Sample[] = [];
@@ -58,7 +83,7 @@ export function steadyLoad(base: string, paths: string[], pauseMs: number): { sa
   const loops = paths.map(async (path) => {
     while (running) {
       samples.push(await sample(base, path));
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      await sleep(pauseMs);
     }
   });
   return {
@@ -68,8 +93,4 @@ export function steadyLoad(base: string, paths: string[], pauseMs: number): { sa
       await Promise.all(loops);
     },
   };
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,9 +1,9 @@
 // A TCP proxy in the test process between the service and PostgreSQL that can freeze, reset or refuse.
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { freePort } from './servers.ts';
+import { freePort } from './processes.ts';
 
 /** What happens to a connection accepted from now on. */
-export type NewConnections =
+type NewConnections =
   /** Passed through to PostgreSQL. */
   | 'pass'
   /** Reset at once (a database that refuses connections). */

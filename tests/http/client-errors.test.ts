@@ -2,7 +2,8 @@
 import { connect } from 'node:net';
 import t from 'tap';
 import { testDatabase } from '../helpers/db.ts';
-import { freePort, startServer } from '../helpers/servers.ts';
+import { freePort } from '../helpers/processes.ts';
+import { startServer } from '../helpers/servers.ts';
 
 interface Exchange {
   statusLine: string;

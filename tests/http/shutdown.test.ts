@@ -4,8 +4,10 @@ import type { ChildProcess } from 'node:child_process';
 import { Agent, type IncomingHttpHeaders, request } from 'node:http';
 import t from 'tap';
 import { seedTable } from '../../db/seed.ts';
-import { type TestDatabase, testDatabase } from '../helpers/db.ts';
-import { freePort, startServer } from '../helpers/servers.ts';
+import { lockWaiters, type TestDatabase, testDatabase } from '../helpers/db.ts';
+import { freePort } from '../helpers/processes.ts';
+import { startServer } from '../helpers/servers.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 
 interface Answer {
   status: number;
@@ -38,15 +40,6 @@ function exitOf(child: ChildProcess): Promise<{ code: number | null; at: number 
   });
 }
 
-async function waitFor<T>(read: () => Promise<T> | T, done: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error('condition not reached in 10 s');
-}
-
 /**
  * Holds a lock the request needs, so that it is provably in flight inside the server until
  * `release` is called (or the test ends).
@@ -67,12 +60,7 @@ async function holdProducts(t: { teardown(fn: () => unknown): void }, db: TestDa
   t.teardown(release);
   return {
     release,
-    async untilWaiting() {
-      await waitFor(
-        () => db.sql`select count(*)::int as waiting from pg_locks where relation = 'products'::regclass and not granted`,
-        (rows) => rows[0]!.waiting > 0,
-      );
-    },
+    untilWaiting: () => lockWaiters(db.sql, db.name, 1),
   };
 }
 
@@ -91,7 +79,7 @@ t.test('SIGTERM drains an in-flight request, refuses new ones, then exits 0', as
   await lock.untilWaiting();
 
   child.kill('SIGTERM');
-  await waitFor(output, (text) => text.includes('SIGTERM'));
+  await waitFor('the server to log the signal', output, { until: (text) => text.includes('SIGTERM'), intervalMs: 25 });
   await t.rejects(fetch(`${url}/healthz`), 'a new connection is refused while draining');
 
   await lock.release();
@@ -129,7 +117,7 @@ t.test('a keep-alive client sending back to back does not keep the process servi
     }
   };
   const clients = Promise.all([client(), client(), client(), client()]);
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await sleep(1000);
   const sent = performance.now();
   signalled = true;
   child.kill('SIGTERM');
@@ -149,13 +137,19 @@ t.test('a keep-alive client sending back to back does not keep the process servi
   t.comment(`after SIGTERM: ${after.answers} answers, ${after.reset} reset by the idle close`);
 });
 
-t.test('a request held past the deadline: connections are cut and the process exits 1 by the deadline', async (t) => {
-  const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_TIMEOUT_MS: '1500' });
+/** A server on the test database with SHUTDOWN_TIMEOUT_MS `deadlineMs`, and one request held in flight in it. */
+async function serverHoldingRequest(t: { teardown(fn: () => unknown): void }, deadlineMs: number) {
+  const { child, url, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_TIMEOUT_MS: String(deadlineMs) });
   const exited = exitOf(child);
   const lock = await holdProducts(t, db);
   const inFlight = fetch(`${url}/v1/products?limit=5`);
   inFlight.catch(() => {});
   await lock.untilWaiting();
+  return { child, output, exited, inFlight };
+}
+
+t.test('a request held past the deadline: connections are cut and the process exits 1 by the deadline', async (t) => {
+  const { child, output, exited, inFlight } = await serverHoldingRequest(t, 1500);
   const sent = performance.now();
   child.kill('SIGTERM');
   const { code, at } = await exited;
@@ -167,18 +161,13 @@ t.test('a request held past the deadline: connections are cut and the process ex
 });
 
 t.test('a second SIGTERM exits at once; a copy within half a second (what npm forwards on Ctrl-C) counts once', async (t) => {
-  const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_TIMEOUT_MS: '60000' });
-  const exited = exitOf(child);
-  const lock = await holdProducts(t, db);
-  const inFlight = fetch(`${url}/v1/products?limit=5`);
-  inFlight.catch(() => {});
-  await lock.untilWaiting();
+  const { child, output, exited } = await serverHoldingRequest(t, 60_000);
   // What npm does on Ctrl-C: the terminal's SIGINT and npm's forwarded copy arrive a moment apart.
   // The copy is sent once the first is handled, so that the two are not merged into one delivery.
   child.kill('SIGTERM');
-  await waitFor(output, (text) => text.includes('SIGTERM: finishing 1 request'));
+  await waitFor('the server to log the signal', output, { until: (text) => text.includes('SIGTERM: finishing 1 request'), intervalMs: 25 });
   child.kill('SIGTERM');
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await sleep(1000);
   t.equal(child.exitCode, null, 'the repeat did not cut the drain short');
   const sent = performance.now();
   child.kill('SIGTERM');

@@ -1,5 +1,5 @@
 // Start-up: the embedded default, and several instances starting at once against one fresh database.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { type AddressInfo, connect, createServer } from 'node:net';
@@ -11,7 +11,8 @@ import { EmbeddedError, startEmbedded } from '../../db/embedded.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { defaultSizes } from '../../db/seed.ts';
 import { serverUrl, testDatabase, urlFor } from '../helpers/db.ts';
-import { freePort, startServer } from '../helpers/servers.ts';
+import { freePort, stopProcess } from '../helpers/processes.ts';
+import { startServer } from '../helpers/servers.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -23,14 +24,6 @@ function rawRequest(port: number, text: string): Promise<string> {
     socket.on('data', (chunk) => (out += chunk));
     socket.on('end', () => resolve(out));
     socket.on('error', reject);
-  });
-}
-
-function stopServer(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve(child.exitCode);
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
   });
 }
 
@@ -124,8 +117,7 @@ t.test('an embedded PostgreSQL left running by a killed process is adopted, and 
   });
   await once(owner.stdout, 'data');
   const pid = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
-  owner.kill('SIGKILL');
-  await once(owner, 'exit');
+  await stopProcess(owner, { signal: 'SIGKILL' });
   t.teardown(() => {
     try {
       process.kill(pid, 'SIGQUIT');
@@ -173,7 +165,7 @@ t.test('two instances starting at once on one fresh database migrate and seed it
   const [orders] = await sql`select count(*)::int as n from orders`;
   t.equal(orders!.n, defaultSizes.orders);
   await sql.end();
-  const codes = await Promise.all(servers.map(({ child }) => stopServer(child)));
+  const codes = await Promise.all(servers.map(({ child }) => stopProcess(child)));
   t.same(codes, [0, 0], 'SIGTERM shuts both down cleanly');
 });
 
@@ -185,5 +177,5 @@ t.test('npm start with no DATABASE_URL serves the demo collections on the embedd
     t.equal(res.status, 200, collection);
     t.ok(((await res.json())[collection] as unknown[]).length > 0, `${collection} has demo items`);
   }
-  t.equal(await stopServer(server.child), 0, 'SIGTERM stops the server and the embedded PostgreSQL');
+  t.equal(await stopProcess(server.child), 0, 'SIGTERM stops the server and the embedded PostgreSQL');
 });

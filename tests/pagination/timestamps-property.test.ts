@@ -5,13 +5,12 @@ import fc from 'fast-check';
 import postgres from 'postgres';
 import t from 'tap';
 import { products } from '../../db/schema.ts';
-import { buildApp } from '../../lib/http/app.ts';
-import { parseConfig } from '../../lib/http/config.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { keyLiteral } from '../../lib/pagination/keyset.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { parseTimestamp } from '../../lib/pagination/timestamps.ts';
+import { testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
 
 interface Parts {
@@ -137,9 +136,6 @@ t.test('what parseTimestamp accepts, PostgreSQL casts to the same instant, in an
 });
 
 t.test('through the real service: before, after and a timestamp filter are a 200 or a 400 naming the parameter, never a 500', async (t) => {
-  const db = await testDatabase(t);
-  await db.sql`insert into events (type, source, occurred_at) values ('login', 'web', '2025-01-01T00:00:00Z'), ('login', 'web', '0001-01-01T00:00:00Z')`;
-  await db.sql`insert into products (name, category, price_cents, created_at) values ('a', 'books', 1, '9999-12-31T23:59:59.999999Z')`;
   // A collection with a filter on a timestamp, over the products table (the demo ones filter no timestamp).
   const stamped = defineCollection({
     name: 'stamped',
@@ -153,15 +149,18 @@ t.test('through the real service: before, after and a timestamp filter are a 200
     pageSize: { default: 20, max: 100 },
     cost: { itemsPerUnit: 50, exactCount: 1, indexed: { id: 10_000 } },
   });
-  const registry = createRegistry([...demoRegistry().values(), stamped]);
-  const app = buildApp({ database: db, config: parseConfig({}), registry, cursorSecret: 'x'.repeat(32), log: () => {} });
+  const api = await testApp(t, { registry: createRegistry([...demoRegistry().values(), stamped]) });
+  await api.database
+    .sql`insert into events (type, source, occurred_at) values ('login', 'web', '2025-01-01T00:00:00Z'), ('login', 'web', '0001-01-01T00:00:00Z')`;
+  await api.database
+    .sql`insert into products (name, category, price_cents, created_at) values ('a', 'books', 1, '9999-12-31T23:59:59.999999Z')`;
   const params = ['before', 'after', 'createdAt', 'createdAt[lt]', 'createdAt[gte]', 'createdAt[in]'];
   await fc.assert(
     fc.asyncProperty(parts, fc.constantFrom(...params), async (p, param) => {
       const value = text(p);
       const path = param === 'before' || param === 'after' ? '/v1/events' : '/v1/stamped';
       const sent = param === 'createdAt[in]' ? `2025-01-01T00:00:00Z,${value}` : value;
-      const res = await app.request(`http://test.local${path}?${encodeURIComponent(param)}=${encodeURIComponent(sent)}`);
+      const res = await api.request(`${path}?${encodeURIComponent(param)}=${encodeURIComponent(sent)}`);
       const body = (await res.json()) as { invalid_params?: { name: string }[] };
       if (valid(p)) return res.status === 200;
       return res.status === 400 && body.invalid_params?.[0]?.name === param;
@@ -171,16 +170,15 @@ t.test('through the real service: before, after and a timestamp filter are a 200
 });
 
 t.test('offsets of ±16:00 to ±23:59 are a 400 that says the range', async (t) => {
-  const db = await testDatabase(t);
-  const app = buildApp({ database: db, config: parseConfig({}), registry: demoRegistry(), cursorSecret: 'x'.repeat(32), log: () => {} });
+  const api = await testApp(t);
   for (const value of ['2025-01-01T00:00:00+16:00', '2025-01-01T00:00:00-23:59', '2025-01-01T00:00:00.5+19:30']) {
-    const res = await app.request(`http://test.local/v1/events?after=${encodeURIComponent(value)}`);
+    const res = await api.request(`/v1/events?after=${encodeURIComponent(value)}`);
     t.equal(res.status, 400, value);
     t.same(((await res.json()) as { invalid_params: unknown }).invalid_params, [
       { name: 'after', reason: 'must have a UTC offset from -15:59 to +15:59' },
     ]);
   }
   for (const value of ['2025-01-01T00:00:00+15:59', '2025-01-01T00:00:00-15:59', '0001-01-01T00:00:00+15:59']) {
-    t.equal((await app.request(`http://test.local/v1/events?after=${encodeURIComponent(value)}`)).status, 200, value);
+    t.equal((await api.request(`/v1/events?after=${encodeURIComponent(value)}`)).status, 200, value);
   }
 });

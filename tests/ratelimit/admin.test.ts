@@ -1,8 +1,9 @@
 // The operator API: token checks, tiers (list, create, change, validate), keys (move, revoke).
 import t from 'tap';
-import { ADMIN_TOKEN, type LimitedApp, limitedApp, limits } from '../helpers/limiter.ts';
+import { ADMIN_TOKEN, type TestApp, testApp } from '../helpers/app.ts';
+import { limits } from '../helpers/limiter.ts';
 
-function admin(api: LimitedApp, method: string, path: string, body?: unknown, token = ADMIN_TOKEN) {
+function admin(api: TestApp, method: string, path: string, body?: unknown, token = ADMIN_TOKEN) {
   return api.request(path, {
     method,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -11,14 +12,14 @@ function admin(api: LimitedApp, method: string, path: string, body?: unknown, to
 }
 
 t.test('without ADMIN_TOKEN the operator API does not exist', async (t) => {
-  const api = await limitedApp(t, { env: { ADMIN_TOKEN: '' } });
+  const api = await testApp(t, { env: { ADMIN_TOKEN: '' }, rateLimit: true });
   const res = await admin(api, 'GET', '/admin/tiers');
   t.equal(res.status, 404);
   t.equal((await res.json()).code, 'not_found');
 });
 
 t.test('no token is 401 unauthorized, a wrong one 403 forbidden, on every admin path', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   for (const [method, path] of [
     ['GET', '/admin/tiers'],
     ['PUT', '/admin/tiers/x'],
@@ -42,7 +43,7 @@ t.test('no token is 401 unauthorized, a wrong one 403 forbidden, on every admin 
 });
 
 t.test('tiers: listed, created (201), changed (200), validated (400 naming the field)', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const list = await (await admin(api, 'GET', '/admin/tiers')).json();
   t.same(list.tiers, [
     { name: 'registration', limit: 5, windowSeconds: 3600, concurrency: 2 },
@@ -80,7 +81,7 @@ t.test('tiers: listed, created (201), changed (200), validated (400 naming the f
 });
 
 t.test('a tier change applies from the next request on', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   t.equal(limits(await api.request('/v1')).limit, 60);
   await admin(api, 'PUT', '/admin/tiers/anonymous', { limit: 2, windowSeconds: 60, concurrency: 4 });
   const res = await api.request('/v1');
@@ -90,7 +91,7 @@ t.test('a tier change applies from the next request on', async (t) => {
 });
 
 t.test('keys: moved to another tier (200), unknown key 404, unknown tier 400; revoked (204, then 404)', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const issued = await (await api.request('/v1/keys', { method: 'POST' })).json();
   const bearer = { headers: { authorization: `Bearer ${issued.key}` } };
   t.equal(limits(await api.request('/v1', bearer)).limit, 600);
@@ -117,7 +118,7 @@ t.test('keys: moved to another tier (200), unknown key 404, unknown tier 400; re
 });
 
 t.test('odd input is a 400 naming the field: NUL bytes, inherited field names, several unknown fields', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const issued = await (await api.request('/v1/keys', { method: 'POST' })).json();
   const tier = { limit: 100, windowSeconds: 10, concurrency: 2 };
   const cases: [string, string, unknown, string[]][] = [
@@ -153,7 +154,7 @@ t.test('odd input is a 400 naming the field: NUL bytes, inherited field names, s
 });
 
 t.test('a key printed by the operator API has createdAt in RFC 3339 UTC with six fractional digits', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const issued = await (await api.request('/v1/keys', { method: 'POST', body: '{"name": "ci"}' })).json();
   await api.database.sql`update api_keys set created_at = '2026-11-21 10:00:00.1234+02' where id = ${issued.id}`;
   const moved = await (await admin(api, 'PATCH', `/admin/keys/${issued.id}`, { tier: 'pro' })).json();

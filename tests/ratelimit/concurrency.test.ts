@@ -2,7 +2,10 @@
 import postgres from 'postgres';
 import t from 'tap';
 import { type Decision, databaseLimiter } from '../../lib/ratelimit/limiter.ts';
-import { chargedUnits, limitedApp, limits, liveLeases } from '../helpers/limiter.ts';
+import { testApp } from '../helpers/app.ts';
+import { lockWaiters } from '../helpers/db.ts';
+import { chargedUnits, limits, liveLeases, setTier } from '../helpers/limiter.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /** An anonymous decision for `address`, as the middleware asks for it. */
 const anonymous = (address: string, clockOffset = 0) => ({
@@ -12,11 +15,6 @@ const anonymous = (address: string, clockOffset = 0) => ({
   cost: 1,
   clockOffset,
 });
-
-/** Polls `done` every 20 ms for up to `ms`; the assertion that follows says whether it came true. */
-async function until(done: () => Promise<boolean>, ms = 2_000): Promise<void> {
-  for (let i = 0; i < ms / 20 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
-}
 
 /** Takes a lock (`take`, on a connection of its own, in a transaction) and holds it until `unlock()`. */
 async function holdLock(
@@ -46,14 +44,14 @@ const lockRow = (t: { teardown(fn: () => unknown): void }, url: string, subject:
   });
 
 t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases released after', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 100, 60, 2);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 2 });
   // Hold the products table so that admitted requests stay in flight.
   const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
 
   const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
   // Wait until both hold a lease (they are then blocked on the lock).
-  await until(async () => (await liveLeases(api.database.sql)) >= 2);
+  await waitFor('two leases', () => liveLeases(api.database.sql), { until: (n) => n >= 2, timeoutMs: 2_000, intervalMs: 20 });
   const declined = await Promise.all([1, 2, 3].map(() => api.request('/v1/products?count=none')));
   for (const res of declined) {
     t.equal(res.status, 429);
@@ -74,14 +72,14 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
 });
 
 t.test('with every pool connection busy on slow data queries, the limiter still answers and declines', async (t) => {
-  const api = await limitedApp(t); // the test pool has 4 connections
-  await api.setTier('anonymous', 6, 60, 20);
+  const api = await testApp(t, { rateLimit: true }); // the test pool has 4 connections
+  await setTier(api.database.sql, 'anonymous', { allowance: 6, windowSeconds: 60, concurrency: 20 });
   const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
 
   // Six admitted requests: four block on the lock, holding every pool connection; two queue for one.
   const admitted = Array.from({ length: 6 }, () => api.request('/v1/products?count=none'));
   // Watched from the connection that holds the lock: the pool has none to spare.
-  await until(async () => (await liveLeases(products.sql)) >= 6);
+  await waitFor('six leases', () => liveLeases(products.sql), { until: (n) => n >= 6, timeoutMs: 2_000, intervalMs: 20 });
   t.equal(await liveLeases(products.sql), 6);
   const declined = await api.request('/v1/products?count=none');
   t.equal(declined.status, 429, 'declined by the limiter, not a 503 from waiting for the pool');
@@ -95,8 +93,8 @@ t.test('with every pool connection busy on slow data queries, the limiter still 
 });
 
 t.test('a lease that a dead instance left behind expires by itself', async (t) => {
-  const api = await limitedApp(t, { limiter: { leaseTtlSeconds: 30 } });
-  await api.setTier('anonymous', 100, 60, 1);
+  const api = await testApp(t, { rateLimit: { leaseTtlSeconds: 30 } });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 1 });
   // An instance took a lease and died before releasing it.
   t.equal((await databaseLimiter(api.database.sql, 30).decide(anonymous('192.0.2.1'))).outcome, 'ok');
   const blocked = await api.request('/v1');
@@ -109,17 +107,17 @@ t.test('a lease that a dead instance left behind expires by itself', async (t) =
 });
 
 t.test('a cap change applies at the next request', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 100, 60, 1);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 1 });
   await databaseLimiter(api.database.sql, 30).decide(anonymous('192.0.2.1'));
   t.equal((await api.request('/v1')).status, 429);
-  await api.setTier('anonymous', 100, 60, 2);
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 2 });
   t.equal((await api.request('/v1')).status, 200);
 });
 
 t.test('a late release never frees a slot that another request took after the lease expired', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 100, 60, 1);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 1 });
   const limiter = databaseLimiter(api.database.sql, 30); // the client the middleware uses
   const take = async (offset: number) => {
     const decision = await limiter.decide(anonymous('192.0.2.1', offset));
@@ -147,7 +145,7 @@ function counting(sql: postgres.Sql): { sql: postgres.Sql; statements: () => num
 }
 
 t.test('decisions and releases asked for together share one statement, each caller getting its own answer', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const setup = databaseLimiter(api.database.sql, 30);
   const held = await Promise.all(Array.from({ length: 10 }, (_, i) => setup.decide(anonymous(`198.51.100.${i}`))));
   t.equal(await liveLeases(api.database.sql), 10);
@@ -174,18 +172,10 @@ t.test('decisions and releases asked for together share one statement, each call
   t.equal(await liveLeases(api.database.sql), 0, 'every lease was released');
 });
 
-/** Resolves once a statement of the database waits on a row lock. */
-async function someoneWaits(sql: postgres.Sql): Promise<void> {
-  const waiting = async () =>
-    (await sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)[0]!.n > 0;
-  await until(waiting, 5_000);
-  if (!(await waiting())) throw new Error('no statement started waiting on the lock');
-}
-
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 t.test('two statements in flight at most: what is asked for meanwhile goes as the next statement, together', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const { sql, statements } = counting(api.database.sql);
   const limiter = databaseLimiter(sql, 30);
   const lease = (await limiter.decide(anonymous('192.0.2.1'))).lease!; // the client's row now exists
@@ -193,7 +183,7 @@ t.test('two statements in flight at most: what is asked for meanwhile goes as th
   const first = limiter.decide(anonymous('192.0.2.1'));
   await nextTurn();
   const second = limiter.decide(anonymous('192.0.2.1'));
-  await someoneWaits(api.database.sql);
+  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
   await nextTurn();
   t.equal(statements(), 3, 'the second decision went out while the first waits');
   // Five decisions and a release, each asked for in a turn of the event loop of its own.
@@ -217,7 +207,7 @@ t.test('two statements in flight at most: what is asked for meanwhile goes as th
 });
 
 t.test('a decision whose caller stopped waiting is never sent: nothing charged, no lease', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const limiter = databaseLimiter(api.database.sql, 30);
   await limiter.decide(anonymous('192.0.2.1'));
   const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
@@ -225,7 +215,7 @@ t.test('a decision whose caller stopped waiting is never sent: nothing charged, 
   const first = limiter.decide(anonymous('192.0.2.1'));
   await nextTurn();
   const second = limiter.decide(anonymous('192.0.2.1'));
-  await someoneWaits(api.database.sql);
+  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
   const gaveUp = new AbortController();
   const late = t.rejects(limiter.decide(anonymous('192.0.2.99'), gaveUp.signal), /stopped waiting/);
   const onTime = limiter.decide(anonymous('192.0.2.98'), new AbortController().signal);
@@ -240,11 +230,11 @@ t.test('a decision whose caller stopped waiting is never sent: nothing charged, 
 });
 
 t.test('a request answered 503 while its decision waited to be sent is never charged', async (t) => {
-  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  const api = await testApp(t, { rateLimit: { timeoutMs: 200 } });
   t.equal((await api.request('/v1')).status, 200); // the row of 192.0.2.1 now exists
   const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
   const stuck = api.request('/v1'); // its statement waits on the lock
-  await someoneWaits(api.database.sql);
+  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
   const behind = api.request('/v1', { address: '192.0.2.2' }); // sent, and waits behind it on the connection
   await nextTurn();
   await nextTurn();
@@ -253,7 +243,11 @@ t.test('a request answered 503 while its decision waited to be sent is never cha
   t.equal((await behind).status, 503);
   t.equal((await stuck).status, 503);
   await row.unlock();
-  await until(async () => (await chargedUnits(api.database.sql, 'ip:192.0.2.2')) >= 1);
+  await waitFor('a unit charged to 192.0.2.2', () => chargedUnits(api.database.sql, 'ip:192.0.2.2'), {
+    until: (n) => n >= 1,
+    timeoutMs: 2_000,
+    intervalMs: 20,
+  });
   t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.1'), 2, 'the decisions already sent were made');
   t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.2'), 1);
   t.equal((await api.request('/v1', { address: '192.0.2.4' })).status, 200, 'the limiter goes on');
@@ -261,8 +255,8 @@ t.test('a request answered 503 while its decision waited to be sent is never cha
 });
 
 t.test('batches from many instances lock in one order: no deadlock, nothing lost', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 1_000_000, 60, 1000);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 1_000_000, windowSeconds: 60, concurrency: 1000 });
   // Eight instances, each deciding and releasing for the same 30 clients in a different order, at once.
   const instances = Array.from({ length: 8 }, () => databaseLimiter(api.database.sql, 30));
   const clients = Array.from({ length: 30 }, (_, i) => `203.0.113.${i}`);
@@ -287,7 +281,7 @@ function holdEventLoop(ms: number): void {
 }
 
 t.test('an answer that came while the process was held up past the timeout is used, not a 503', async (t) => {
-  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
+  const api = await testApp(t, { rateLimit: { timeoutMs: 200 } });
   t.equal((await api.request('/v1')).status, 200); // the client's row now exists
   // The row's lock ends on the database's own timer, 400 ms after it was taken, with no help from this process.
   const row = await holdLock(t, api.database.url, async (sql) => {
@@ -303,16 +297,20 @@ t.test('an answer that came while the process was held up past the timeout is us
 });
 
 t.test('a lease granted after its request was answered 503 is given back', async (t) => {
-  const api = await limitedApp(t, { limiter: { timeoutMs: 200 } });
-  await api.setTier('anonymous', 100, 60, 1);
+  const api = await testApp(t, { rateLimit: { timeoutMs: 200 } });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 1 });
   t.equal((await api.request('/v1')).status, 200); // the client's row now exists
   const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
   const late = await api.request('/v1');
   t.equal(late.status, 503, 'the decision waits on the lock past the timeout');
   await row.unlock(); // the decision is then made: charged, with a lease
-  await until(async () => (await chargedUnits(api.database.sql, 'ip:192.0.2.1')) >= 2);
+  await waitFor('two units charged to 192.0.2.1', () => chargedUnits(api.database.sql, 'ip:192.0.2.1'), {
+    until: (n) => n >= 2,
+    timeoutMs: 2_000,
+    intervalMs: 20,
+  });
   t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.1'), 2);
-  await until(async () => (await liveLeases(api.database.sql)) === 0);
+  await waitFor('no live lease', () => liveLeases(api.database.sql), { until: (n) => n === 0, timeoutMs: 2_000, intervalMs: 20 });
   t.equal(await liveLeases(api.database.sql), 0, 'its lease is released');
   t.equal((await api.request('/v1')).status, 200, 'the cap of one is free for the next request');
 });

@@ -5,7 +5,8 @@ import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { type CollectionDeclaration, defineCollection } from '../../lib/pagination/registry.ts';
 import { requestCost } from '../../lib/ratelimit/cost.ts';
-import { limitedApp, limits } from '../helpers/limiter.ts';
+import { testApp } from '../helpers/app.ts';
+import { limits, setTier } from '../helpers/limiter.ts';
 
 const demo = demoRegistry();
 const productsCollection = demo.get('products')!;
@@ -103,8 +104,8 @@ t.test('a declaration must price every order it offers', async (t) => {
 });
 
 t.test('through the limiter, Remaining drops by the cost, capped at the allowance', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 2000, 60, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 2000, windowSeconds: 60, concurrency: 4 });
   const deep = await api.request('/v1/products?sort=-priceCents,name&offset=999000&count=none');
   t.equal(deep.status, 200);
   t.equal(limits(deep).remaining, 1000, 'the storm request costs 1000');
@@ -117,7 +118,7 @@ t.test('through the limiter, Remaining drops by the cost, capped at the allowanc
   t.equal(limits(bad).remaining, 994, 'a malformed request costs 1');
 
   // A free-sized allowance pays for one storm request per window, then declines until the window has passed.
-  await api.setTier('anonymous', 600, 60, 4);
+  await setTier(api.database.sql, 'anonymous', { allowance: 600, windowSeconds: 60, concurrency: 4 });
   const first = await api.request('/v1/products?sort=-priceCents,name&offset=999000&count=none', { address: '192.0.2.77' });
   t.equal(first.status, 200);
   t.equal(limits(first).remaining, 0, 'cost 1000 capped at the allowance of 600');
@@ -132,7 +133,6 @@ t.test('through the limiter, Remaining drops by the cost, capped at the allowanc
 // read the query with the same functions. For every collection and many queries, a request through the app
 // is a 400 exactly when its cost is 1 for a reason other than its size.
 t.test('cost and selection agree: a 400 of any kind costs 1, a served chunk costs what it serves', async (t) => {
-  const { testApp } = await import('../helpers/app.ts');
   const api = await testApp(t, { seed: { products: 30, orders: 30, events: 30 }, env: { CURSOR_SECRET: SECRET } });
   const queries = [
     '',

@@ -8,7 +8,9 @@ import t from 'tap';
 import { startEmbedded } from '../../db/embedded.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { seedTable } from '../../db/seed.ts';
-import { freePort, startServer } from '../helpers/servers.ts';
+import { freePort } from '../helpers/processes.ts';
+import { startServer } from '../helpers/servers.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 
 interface Sample {
   readonly status: number;
@@ -48,23 +50,22 @@ t.test('503 while the database is away, served again when it is back', async (t)
       } catch {
         samples.push({ phase, path: route, sample: { status: 0, ms: performance.now() - started, retryAfter: null } });
       }
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     }
   };
   const load = ['/v1/products?count=none', '/v1/products', '/v1', '/readyz'].map(client);
-  const waitFor = async (predicate: () => boolean, ms: number) => {
-    const deadline = performance.now() + ms;
-    while (!predicate() && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    return predicate();
-  };
-
-  t.ok(await waitFor(() => samples.filter((s) => s.sample.status === 200).length >= 20, 10_000), 'served while up');
+  // Should a wait below fail.
+  t.teardown(() => {
+    running = false;
+  });
+  const served = () => samples.filter((s) => s.sample.status === 200).length;
+  await waitFor('20 answers of 200 while the database is up', served, { until: (n) => n >= 20, timeoutMs: 10_000 });
 
   phase = 'stopping';
   await pg.stop();
   phase = 'down';
   const downStart = samples.length;
-  t.ok(await waitFor(() => samples.length - downStart >= 20, 20_000), 'answers keep coming while the database is down');
+  await waitFor('20 answers while the database is down', () => samples.length - downStart, { until: (n) => n >= 20, timeoutMs: 20_000 });
   const down = samples.slice(downStart).filter((s) => s.phase === 'down');
   t.ok(down.length >= 20);
   t.ok(
@@ -88,13 +89,12 @@ t.test('503 while the database is away, served again when it is back', async (t)
   pg = await startEmbedded({ dataDir, port: pgPort });
   phase = 'back';
   const backStart = samples.length;
-  t.ok(
-    await waitFor(() => {
-      const back = samples.slice(backStart);
-      return ['/v1/products', '/v1', '/readyz'].every((route) => back.some((s) => s.path === route && s.sample.status === 200));
-    }, 20_000),
-    'served again once the database is back, with no restart',
-  );
+  // Served again once the database is back, with no restart.
+  const unserved = () => {
+    const back = samples.slice(backStart);
+    return ['/v1/products', '/v1', '/readyz'].filter((route) => !back.some((s) => s.path === route && s.sample.status === 200));
+  };
+  await waitFor('a 200 of every route once the database is back', unserved, { until: (routes) => routes.length === 0, timeoutMs: 20_000 });
   running = false;
   await Promise.all(load);
   const bad = samples.filter((s) => s.sample.status === 500 || s.sample.status === 0);

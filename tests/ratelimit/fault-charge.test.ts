@@ -2,7 +2,8 @@
 // not sent once it is back.
 import t from 'tap';
 import { chargedUnits } from '../helpers/limiter.ts';
-import { proxiedService, type Sample, sample, sleep } from '../helpers/proxied.ts';
+import { proxiedService, type Sample, sample, untilServed } from '../helpers/proxied.ts';
+import { sleep } from '../helpers/wait.ts';
 
 t.test('decisions of requests answered 503 are not made after the database is back', async (t) => {
   const { database, proxy, server } = await proxiedService(t);
@@ -35,14 +36,9 @@ t.test('decisions of requests answered 503 are not made after the database is ba
   proxy.reset();
   proxy.accept('pass');
   const back = performance.now();
-  let served: Sample | undefined;
-  while (!served && performance.now() - back < 10_000) {
-    const next = await sample(server.url, '/v1');
-    answers.push(next);
-    if (next.status === 200) served = next;
-    else await sleep(50);
-  }
-  t.ok(served, `served again ${served ? Math.round(served.done - back) : '-'} ms after the database is back`);
+  const recovery = await untilServed(server.url, '/v1', { intervalMs: 50 });
+  answers.push(...recovery);
+  t.comment(`served again ${Math.round(recovery.at(-1)!.done - back)} ms after the database is back`);
   await sleep(2_000); // a statement the driver still held would have been sent by now
 
   const made = answers.filter((s) => s.headers?.has('x-ratelimit-limit'));
@@ -70,12 +66,7 @@ t.test('a decision still waiting for a connection when its request is answered 5
   t.comment(`answered 503 after ${away.map((s) => Math.round(s.done - s.sent)).join(' and ')} ms`);
 
   proxy.accept('pass'); // the connection attempt under way now succeeds
-  let served = 0;
-  for (let i = 0; i < 100 && served === 0; i++) {
-    if ((await sample(server.url, '/v1')).status === 200) served++;
-    else await sleep(50);
-  }
-  t.equal(served, 1, 'served again');
+  await untilServed(server.url, '/v1', { intervalMs: 50 });
   await sleep(2_000);
   t.equal(await chargedUnits(database.sql), 2, 'charged the two requests served, not the two answered 503');
 });

@@ -1,7 +1,8 @@
 // Connections that go silent (bytes dropped both ways for 45 s) and are then reset, or whose backends are
 // terminated: the instance serves again at once, by itself, with no 500 and no hung request.
 import t from 'tap';
-import { proxiedService, type Sample, sleep, steadyLoad } from '../helpers/proxied.ts';
+import { proxiedService, type Sample, steadyLoad } from '../helpers/proxied.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const FREEZE_MS = 45_000;
 

@@ -1,7 +1,8 @@
 // The headers never lie (docs/rate-limit.md, "Headers"): a property test over random request sequences, costs and clock moves.
 import fc from 'fast-check';
 import t from 'tap';
-import { limitedApp, limits } from '../helpers/limiter.ts';
+import { testApp } from '../helpers/app.ts';
+import { limits, setTier } from '../helpers/limiter.ts';
 
 // Paths of the demo products collection by cost (CostRule 50 items per unit, +1 for an exact count).
 const pathOfCost: Record<number, string> = {
@@ -32,7 +33,7 @@ interface Served {
 t.test('Remaining, Reset and Retry-After are promises the service keeps', async (t) => {
   // The headers are under test, not the 2.5 s deadline (tests/limiter-concurrency, limiter-db-down): a machine
   // that stalls for seconds (CI on two busy cores) must not turn a decision into a 503 here.
-  const api = await limitedApp(t, { limiter: { timeoutMs: 60_000 } });
+  const api = await testApp(t, { rateLimit: { timeoutMs: 60_000 } });
   let run = 0;
   // The database clock as the app sees it: the real clock (same machine) plus the test offset.
   const now = () => Date.now() / 1000 + api.clock;
@@ -44,7 +45,7 @@ t.test('Remaining, Reset and Retry-After are promises the service keeps', async 
       fc.array(action, { minLength: 5, maxLength: 30 }),
       async (limit, windowSeconds, actions) => {
         run++;
-        await api.setTier('anonymous', limit, windowSeconds, 4);
+        await setTier(api.database.sql, 'anonymous', { allowance: limit, windowSeconds, concurrency: 4 });
         const address = `10.${(run >> 8) & 255}.${run & 255}.1`; // a fresh client per run
         let promised = limit; // what the last response said could still be spent
         let last: { status: number; cost: number; reset: number; retryAfter?: number } | undefined;

@@ -3,7 +3,9 @@ import postgres from 'postgres';
 import t from 'tap';
 import { housekeep } from '../../lib/ratelimit/housekeeping.ts';
 import { databaseLimiter } from '../../lib/ratelimit/limiter.ts';
-import { limitedApp } from '../helpers/limiter.ts';
+import { testApp } from '../helpers/app.ts';
+import { setTier } from '../helpers/limiter.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 
 async function rows(sql: postgres.Sql): Promise<number> {
   const [row] = await sql`select count(*)::int as n from rate_windows`;
@@ -11,8 +13,8 @@ async function rows(sql: postgres.Sql): Promise<number> {
 }
 
 t.test('only the rows of subjects quiet for a minute are removed', async (t) => {
-  const api = await limitedApp(t); // leases of 30 s
-  await api.setTier('anonymous', 100, 10, 4);
+  const api = await testApp(t, { rateLimit: true }); // leases of 30 s
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 10, concurrency: 4 });
   for (let i = 0; i < 20; i++) await api.request('/v1', { address: `198.51.100.${i}` });
   await api.request('/v1/keys', { method: 'POST' }); // a registration counter, one hour long
   // A lease of 5 s left behind by an instance that died; its unit counts for 11 s.
@@ -36,7 +38,7 @@ t.test('only the rows of subjects quiet for a minute are removed', async (t) => 
 });
 
 t.test('a row that a batch holds is skipped, not waited for', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   await api.request('/v1', { address: '198.51.100.1' });
   await api.request('/v1', { address: '198.51.100.2' });
   const other = postgres(api.database.url, { max: 1, onnotice: () => {} });
@@ -49,7 +51,7 @@ t.test('a row that a batch holds is skipped, not waited for', async (t) => {
 });
 
 t.test('one instance at a time: the others skip while the lock is held', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const other = postgres(api.database.url, { max: 1, onnotice: () => {} });
   t.teardown(() => other.end({ timeout: 1 }));
   await other.begin(async (tx) => {
@@ -60,17 +62,17 @@ t.test('one instance at a time: the others skip while the lock is held', async (
 });
 
 t.test('requests trigger housekeeping now and then, without a separate process', async (t) => {
-  const api = await limitedApp(t, { limiter: { housekeepingMs: 50 } });
-  await api.setTier('anonymous', 100, 2, 4);
+  const api = await testApp(t, { rateLimit: { housekeepingMs: 50 } });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 2, concurrency: 4 });
   for (let i = 0; i < 10; i++) await api.request('/v1', { address: `198.51.100.${i}` });
   t.equal(await rows(api.database.sql), 10);
   api.clock = 100; // past every lease (30 s) and a minute
-  await new Promise((resolve) => setTimeout(resolve, 60));
+  await sleep(60);
   await api.request('/v1', { address: '192.0.2.200' });
-  let left = 11;
-  for (let i = 0; i < 50 && left > 1; i++) {
-    left = await rows(api.database.sql);
-    if (left > 1) await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const left = await waitFor('housekeeping to remove the old rows', () => rows(api.database.sql), {
+    until: (n) => n <= 1,
+    timeoutMs: 1_000,
+    intervalMs: 20,
+  });
   t.equal(left, 1, 'only the newest row is left');
 });

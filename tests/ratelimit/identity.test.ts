@@ -5,9 +5,11 @@ import type { TrustProxy } from '../../lib/http/forwarding.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { requestCost } from '../../lib/ratelimit/cost.ts';
 import { addressSubject, clientSubject, parseAuthorization } from '../../lib/ratelimit/identity.ts';
+import { ADMIN_TOKEN, type TestApp, testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
-import { ADMIN_TOKEN, type LimitedApp, limitedApp, limits } from '../helpers/limiter.ts';
-import { freePort, startServer } from '../helpers/servers.ts';
+import { limits, setTier } from '../helpers/limiter.ts';
+import { freePort } from '../helpers/processes.ts';
+import { startServer } from '../helpers/servers.ts';
 
 t.test('addresses: IPv4 as is, IPv6 by /64, mapped IPv4 as IPv4, junk refused', async (t) => {
   t.equal(addressSubject('203.0.113.7'), '203.0.113.7');
@@ -112,12 +114,12 @@ t.test('cost: by page size and exact counts, leniently; malformed costs 1', asyn
 });
 
 t.test('Remaining goes down by the cost; a request never costs more than the allowance', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 10, 60, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
   t.equal(limits(await api.request('/v1/products?limit=100')).remaining, 7);
   t.equal(limits(await api.request('/v1/products')).remaining, 5);
   t.equal(limits(await api.request('/v1/products?limit=bad')).remaining, 4);
-  await api.setTier('anonymous', 2, 60, 4);
+  await setTier(api.database.sql, 'anonymous', { allowance: 2, windowSeconds: 60, concurrency: 4 });
   t.equal((await api.request('/v1/products?limit=100', { address: '192.0.2.50' })).status, 200, 'cost 3 capped at 2');
   const res = await api.request('/v1/products?limit=100', { address: '192.0.2.50' });
   t.equal(res.status, 429);
@@ -125,8 +127,8 @@ t.test('Remaining goes down by the cost; a request never costs more than the all
 });
 
 t.test('unknown, revoked and malformed keys: 401 invalid_api_key, counted against the IP', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 4, 60, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 4, windowSeconds: 60, concurrency: 4 });
   const issued = await (await api.request('/v1/keys', { method: 'POST' })).json();
   const headers = (value: string) => ({ headers: { authorization: value } });
   const unknown = await api.request('/v1', headers(`Bearer pck_${'Z'.repeat(32)}`));
@@ -156,7 +158,7 @@ t.test('unknown, revoked and malformed keys: 401 invalid_api_key, counted agains
 });
 
 t.test('no Authorization header, however odd, gets a 500', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const odd = ['Bearer \u00ff\u00fe', `Bearer ${'x'.repeat(10_000)}`, 'Bearer\tpck_x', '  ', `Bearer pck_${'\u00e9'.repeat(32)}`];
   for (const value of odd) {
     const res = await api.request('/v1', { headers: { authorization: value } });
@@ -165,8 +167,8 @@ t.test('no Authorization header, however odd, gets a 500', async (t) => {
 });
 
 t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (t) => {
-  const plain = await limitedApp(t);
-  await plain.setTier('anonymous', 2, 60, 4);
+  const plain = await testApp(t, { rateLimit: true });
+  await setTier(plain.database.sql, 'anonymous', { allowance: 2, windowSeconds: 60, concurrency: 4 });
   for (const spoof of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) {
     await plain.request('/v1', { headers: { 'x-forwarded-for': spoof } });
   }
@@ -176,8 +178,8 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
     'without TRUST_PROXY a spoofed header does not buy a new allowance',
   );
 
-  const proxied = await limitedApp(t, { env: { TRUST_PROXY: '10.0.0.0/24, 2001:db8:ffff::/48' } });
-  await proxied.setTier('anonymous', 2, 60, 4);
+  const proxied = await testApp(t, { env: { TRUST_PROXY: '10.0.0.0/24, 2001:db8:ffff::/48' }, rateLimit: true });
+  await setTier(proxied.database.sql, 'anonymous', { allowance: 2, windowSeconds: 60, concurrency: 4 });
   const direct = '203.0.113.50';
   const forged = (i: number) => ({ address: direct, headers: { 'x-forwarded-for': `198.51.100.${i}` } });
   t.equal((await proxied.request('/v1', forged(1))).status, 200);
@@ -208,8 +210,8 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
   t.same(await proxied.database.sql`select subject, used from rate_windows order by subject`, before, 'no row of rate_windows changed');
   t.notOk((await chargedSubjects(proxied)).includes('ip:10.0.0.1'), 'the proxy address has no bucket');
 
-  const hops = await limitedApp(t, { env: { TRUST_PROXY: '2' } });
-  await hops.setTier('anonymous', 1, 60, 4);
+  const hops = await testApp(t, { env: { TRUST_PROXY: '2' }, rateLimit: true });
+  await setTier(hops.database.sql, 'anonymous', { allowance: 1, windowSeconds: 60, concurrency: 4 });
   t.equal((await hops.request('/v1', viaProxy('198.51.100.1, 10.0.0.9', '192.0.2.200'))).status, 200);
   t.equal(
     (await hops.request('/v1', viaProxy('198.51.100.1, 10.0.0.8', '192.0.2.201'))).status,
@@ -220,7 +222,7 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
 });
 
 /** The subjects that have a rate window: who has been charged. */
-async function chargedSubjects(api: LimitedApp): Promise<string[]> {
+async function chargedSubjects(api: TestApp): Promise<string[]> {
   const rows = await api.database.sql`select subject from rate_windows order by subject`;
   return rows.map((row) => row.subject as string);
 }
@@ -268,8 +270,8 @@ t.test('over a real socket: forwarded headers count from a trusted peer only, fo
 });
 
 t.test('IPv6 clients are grouped by /64', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 2, 60, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 2, windowSeconds: 60, concurrency: 4 });
   t.equal((await api.request('/v1', { address: '2001:db8:5:6::1' })).status, 200);
   t.equal((await api.request('/v1', { address: '2001:db8:5:6:ffff::2' })).status, 200);
   t.equal((await api.request('/v1', { address: '2001:db8:5:6:1234:5678:9abc:def0' })).status, 429, 'same /64');

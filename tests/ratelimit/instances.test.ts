@@ -5,9 +5,12 @@ import t from 'tap';
 import { seedTable } from '../../db/seed.ts';
 import { hashKey } from '../../lib/ratelimit/identity.ts';
 import { generateKey } from '../../lib/ratelimit/keys.ts';
+import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
-import { ADMIN_TOKEN, chargedUnits, liveLeases } from '../helpers/limiter.ts';
-import { freePort, type ServerProcess, startServer } from '../helpers/servers.ts';
+import { chargedUnits, liveLeases } from '../helpers/limiter.ts';
+import { freePort } from '../helpers/processes.ts';
+import { type ServerProcess, startServer } from '../helpers/servers.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const CLIENTS = 64;
 
@@ -88,7 +91,11 @@ t.test('three instances, one database', async (t) => {
     );
     const declined: { status: number; code: string | undefined }[] = [];
     for (const p of pending) void p.then((r) => r.status === 429 && declined.push(r));
-    for (let i = 0; i < 300 && declined.length < CLIENTS - 5; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('all but five requests declined', () => declined.length, {
+      until: (n) => n >= CLIENTS - 5,
+      timeoutMs: 6_000,
+      intervalMs: 20,
+    });
     t.equal(await liveLeases(db.sql, 'key:key_hammer'), 5, 'five leases are held');
     await reserved`commit`;
     reserved.release();

@@ -1,10 +1,11 @@
 // POST /v1/keys: a key shown once and stored as a hash; registrations limited per address per hour.
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { limitedApp, limits } from '../helpers/limiter.ts';
+import { testApp } from '../helpers/app.ts';
+import { limits, setTier } from '../helpers/limiter.ts';
 
 t.test('a key is issued once, stored only as a hash, and names its client from then on', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const res = await api.request('/v1/keys', { method: 'POST', body: JSON.stringify({ name: 'ci' }) });
   t.equal(res.status, 201);
   const body = await res.json();
@@ -25,7 +26,7 @@ t.test('a key is issued once, stored only as a hash, and names its client from t
 });
 
 t.test('registrations: 5 per address per hour, with the registration tier in the headers', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   for (let i = 1; i <= 5; i++) {
     const res = await api.request('/v1/keys', { method: 'POST', address: '198.51.100.7' });
     t.equal(res.status, 201);
@@ -50,7 +51,7 @@ t.test('registrations: 5 per address per hour, with the registration tier in the
 });
 
 t.test('a bad body is a 400 that is charged; other methods are 405', async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   const cases = ['not json', '[]', '{"name": 5}', '{"name": ""}', '{"tier": "pro"}', JSON.stringify({ name: 'x'.repeat(201) })];
   let remaining = 5;
   for (const body of cases.slice(0, 5)) {
@@ -67,8 +68,8 @@ t.test('a bad body is a 400 that is charged; other methods are 405', async (t) =
 });
 
 t.test('a body with an inherited or unknown field name, or a control character in the name, is a 400 naming it', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('registration', 100, 3600, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'registration', { allowance: 100, windowSeconds: 3600, concurrency: 4 });
   const cases: [string, string[]][] = [
     ['{"name": "x", "toString": 1}', ['toString']],
     ['{"__proto__": {"name": "x"}}', ['__proto__']],

@@ -1,13 +1,14 @@
 // The allowance's states (docs/rate-limit.md, "States"), row by row, on a movable database clock: within allowance, exceeded, restored.
 import t from 'tap';
-import { chargedUnits, dbNow, limitedApp, limits } from '../helpers/limiter.ts';
+import { testApp } from '../helpers/app.ts';
+import { chargedUnits, dbNow, limits, setTier } from '../helpers/limiter.ts';
 
 // /v1 and products?count=none&limit=20 cost 1 unit each.
 const ONE = '/v1/products?count=none&limit=20';
 
 t.test('within allowance: served, Remaining decreases, every header present', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 5, 10, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 5, windowSeconds: 10, concurrency: 4 });
   const before = Math.floor(await dbNow(api.database));
   for (let i = 1; i <= 5; i++) {
     const res = await api.request(i % 2 ? '/v1' : ONE);
@@ -24,8 +25,8 @@ t.test('within allowance: served, Remaining decreases, every header present', as
 });
 
 t.test('within allowance → exceeded: 429 with Retry-After and a problem body', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 3, 10, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 3, windowSeconds: 10, concurrency: 4 });
   for (let i = 0; i < 3; i++) t.equal((await api.request('/v1')).status, 200);
   const res = await api.request('/v1');
   t.equal(res.status, 429);
@@ -43,8 +44,8 @@ t.test('within allowance → exceeded: 429 with Retry-After and a problem body',
 });
 
 t.test('exceeded: further requests are declined and use up nothing, whatever else is wrong', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 2, 10, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 2, windowSeconds: 10, concurrency: 4 });
   await api.request('/v1');
   await api.request('/v1');
   const first = limits(await api.request('/v1'));
@@ -60,8 +61,8 @@ t.test('exceeded: further requests are declined and use up nothing, whatever els
 });
 
 t.test('exceeded → within allowance when the clock reaches Reset', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 2, 10, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 2, windowSeconds: 10, concurrency: 4 });
   // Both units in one 1-second bucket (a 10 s window), so they leave together at Reset: the clock is
   // moved to just after a whole second first. Two requests straddling a second boundary would leave one
   // by one, and then only one unit is back at the 429's Reset (when this request's cost first fits).
@@ -83,8 +84,8 @@ t.test('exceeded → within allowance when the clock reaches Reset', async (t) =
 });
 
 t.test('a success says when the whole allowance is back, and it is', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 4, 10, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 4, windowSeconds: 10, concurrency: 4 });
   await api.request('/v1');
   api.clock = 3;
   await api.request('/v1');
@@ -99,8 +100,8 @@ t.test('a success says when the whole allowance is back, and it is', async (t) =
 });
 
 t.test('a sliding window, not a fixed one: units leave one bucket at a time', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 3, 4, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 3, windowSeconds: 4, concurrency: 4 });
   const start = await dbNow(api.database);
   api.clock = Math.ceil(start) + 0.05 - start; // at the start of a second
   t.equal((await api.request('/v1')).status, 200);
@@ -119,8 +120,8 @@ t.test('a sliding window, not a fixed one: units leave one bucket at a time', as
 });
 
 t.test('errors under /v1 are charged and carry the headers', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 10, 60, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
   const cases: [string, number][] = [
     ['/v1/products?limit=abc', 400],
     ['/v1/products?limit=1&limit=2', 400],
@@ -142,8 +143,8 @@ t.test('errors under /v1 are charged and carry the headers', async (t) => {
 });
 
 t.test('health, readiness and admin are not rate limited', async (t) => {
-  const api = await limitedApp(t);
-  await api.setTier('anonymous', 1, 60, 4);
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 1, windowSeconds: 60, concurrency: 4 });
   await api.request('/v1');
   t.equal((await api.request('/v1')).status, 429);
   for (const path of ['/healthz', '/readyz']) {
@@ -154,7 +155,7 @@ t.test('health, readiness and admin are not rate limited', async (t) => {
 });
 
 t.test("readiness needs the limiter's connection too: without it, /readyz is 503 while /healthz stays 200", async (t) => {
-  const api = await limitedApp(t);
+  const api = await testApp(t, { rateLimit: true });
   t.equal((await api.request('/readyz')).status, 200);
   await api.database.limiter.sql.end();
   const res = await api.request('/readyz');
