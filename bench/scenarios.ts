@@ -44,7 +44,7 @@ function pathOf(href: string): string {
 // The operator token of the service processes the bench starts; they live only as long as the bench.
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
 
-/** Sets a tier through the operator API (README, "Operator API"), as an operator would at run time. */
+/** Sets a tier through the operator API (docs/api.md, "Operator API"), as an operator would at run time. */
 async function putTier(origin: string, tier: string, body: { limit: number; windowSeconds: number; concurrency: number }) {
   const response = await fetch(`${origin}/admin/tiers/${tier}`, {
     method: 'PUT',
