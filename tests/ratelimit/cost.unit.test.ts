@@ -10,7 +10,7 @@ import { readQuery } from '../../lib/pagination/serve.ts';
 import { requestCost } from '../../lib/ratelimit/cost.ts';
 
 const SECRET = 'cost-unit-secret-0123456789abcdefghij';
-// The demo collections, and one whose name sort has no index (README, "Cost": unindexedSort), so that the
+// The demo collections, and one whose name sort has no index (docs/rate-limit.md, "Cost": unindexedSort), so that the
 // order's first key changes what a chunk costs.
 const registry = new Map([
   ...demoRegistry(),
