@@ -1,7 +1,7 @@
 // Entry point: read the config, open the database, build the app, serve, shut down cleanly.
 import { createServer, maxHeaderSize, type Server } from 'node:http';
 import { getRequestListener, RequestError } from '@hono/node-server';
-import postgres from 'postgres';
+import postgres, { type Sql } from 'postgres';
 import { openDatabase } from './db/client.ts';
 import { resolveDatabaseUrl } from './db/embedded.ts';
 import { runMigrations } from './db/migrate.ts';
@@ -47,6 +47,21 @@ function listen(server: Server, port: number): Promise<void> {
   });
 }
 
+/**
+ * One warning line when the PostgreSQL server runs with autovacuum off (a server setting, not one of a
+ * database): the rate limiter rewrites a row of `rate_windows` on every request, and without autovacuum
+ * nothing removes the dead versions, so the table and every decision's work keep growing
+ * (docs/operations.md, "Autovacuum").
+ */
+async function warnWithoutAutovacuum(sql: Sql): Promise<void> {
+  const [row] = await sql`select current_setting('autovacuum') as autovacuum`;
+  if (row?.autovacuum !== 'on') {
+    log(
+      `Warning: autovacuum is ${row?.autovacuum ?? 'unknown'} on this PostgreSQL server; the rate limiter's table rate_windows needs it, or its dead rows pile up and slow every request (docs/operations.md, "Autovacuum")`,
+    );
+  }
+}
+
 /** Everything up to listening; resolves to what a stop signal should run. */
 async function start(config: Config) {
   const postgresServer = await resolveDatabaseUrl(config.databaseUrl, log);
@@ -56,6 +71,7 @@ async function start(config: Config) {
 
   const database = openDatabase(postgresServer.url, { statementTimeoutMs: config.statementTimeoutMs, poolTimeoutMs: config.poolTimeoutMs });
   const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
+  await warnWithoutAutovacuum(database.sql);
   const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: {} });
 
   // A request the adapter cannot turn into a Request (bad or missing Host header, HTTP/1.0 without one)

@@ -1,12 +1,15 @@
 // `npm run bench`: seeds 1M products into the `bench` database, starts the servers, runs every scenario, prints one table.
 import { parseArgs } from 'node:util';
-import { type BenchDatabase, ensureProducts, openBenchDatabase } from './database.ts';
+import { type BenchDatabase, ensureProducts, measureSeeding, openBenchDatabase } from './database.ts';
 import { type LoadOptions, type Measurement, measure } from './measure.ts';
 import { type RunningServer, startServer } from './processes.ts';
-import { type Scenario, scenarios, servers } from './scenarios.ts';
-import { formatTable, type RoundsResult, type Row } from './table.ts';
+import { comparisons, latencyTargets, type Scenario, scenarios, servers } from './scenarios.ts';
+import { formatRatios, formatTable, formatThresholds, meanLatencyOf, type RoundsResult, type Row, type Threshold } from './table.ts';
 
 const PRODUCTS = 1_000_000;
+/** The seeding measurement, selected by --only like a row. */
+const SEEDING = `seeding ${PRODUCTS.toLocaleString('en')} products`;
+const SEEDING_TARGET_SECONDS = 10;
 const USAGE = 'Usage: npm run bench -- [--rounds N] [--duration S] [--warmup S] [--connections N] [--only TEXT]';
 
 // Progress goes to stderr: stdout carries only the table.
@@ -144,6 +147,27 @@ function describeRun(options: BenchOptions): string {
   ].join('\n');
 }
 
+/** The table, the ratios of rows that both ran, and the targets measured. */
+function report(options: BenchOptions, rows: Row[], seedingSeconds: number | undefined): string {
+  const thresholds: Threshold[] = [
+    ...latencyTargets.map(({ row, atMostMs }) => ({
+      label: `${row}: mean latency`,
+      value: meanLatencyOf(rows, row),
+      unit: 'ms',
+      atMost: atMostMs,
+    })),
+    { label: SEEDING, value: seedingSeconds, unit: 's', atMost: SEEDING_TARGET_SECONDS },
+  ];
+  const ratios = formatRatios(rows, comparisons);
+  const targets = formatThresholds(thresholds);
+  return [
+    describeRun(options),
+    formatTable(rows),
+    ...(ratios ? [`Ratios of rows (each measure of the first row divided by the second's):\n\n${ratios}`] : []),
+    ...(targets ? [`Other targets:\n\n${targets}`] : []),
+  ].join('\n\n');
+}
+
 async function main(): Promise<number> {
   let options: BenchOptions;
   try {
@@ -169,10 +193,16 @@ async function main(): Promise<number> {
     const database = await openBenchDatabase(process.env.DATABASE_URL || undefined, log);
     resources.add(() => database.close());
     await ensureProducts(database, PRODUCTS, log);
+    let seedingSeconds: number | undefined;
+    if (only === undefined || SEEDING.includes(only)) {
+      log(`Measuring ${SEEDING} in a scratch database`);
+      seedingSeconds = await measureSeeding(database, PRODUCTS);
+      log(`  ${seedingSeconds.toFixed(1)} s`);
+    }
     const running = await startServers(selected, database, resources);
     const rows = await runScenarios(selected, running, database, { ...options, signal: interrupted.signal });
     if (interrupted.signal.aborted) return 130;
-    console.log(`${describeRun(options)}\n\n${formatTable(rows)}`);
+    console.log(report(options, rows, seedingSeconds));
     return rows.some((row) => row.result instanceof Error) ? 1 : 0;
   } finally {
     await resources.close();

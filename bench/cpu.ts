@@ -1,6 +1,6 @@
 // CPU time of processes read from /proc/<pid>/stat, so the service itself needs no endpoint to report it.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** Clock ticks per second of utime/stime; 100 on every common Linux, asked once in case it is not. */
 const TICKS_PER_SECOND = (() => {
@@ -56,4 +56,42 @@ export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): number {
   let total = 0;
   for (const [pid, micros] of after) total += micros - (before.get(pid) ?? 0);
   return total;
+}
+
+/**
+ * The local ports of the TCP connections `pid` holds (its database connections among them), from its file
+ * descriptors and its network namespace's socket tables; empty when /proc is not there or not readable.
+ */
+export function tcpPorts(pid: number): Set<number> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      const target = (() => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`);
+        } catch {
+          return ''; // closed between the listing and the read
+        }
+      })();
+      const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+      if (inode) inodes.add(inode);
+    }
+  } catch {
+    return new Set();
+  }
+  const ports = new Set<number>();
+  for (const table of ['tcp', 'tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
+    } catch {
+      continue;
+    }
+    // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode …"
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length > 9 && inodes.has(fields[9]!)) ports.add(Number.parseInt(fields[1]!.split(':')[1]!, 16));
+    }
+  }
+  return ports;
 }

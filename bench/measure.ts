@@ -3,7 +3,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import autocannon from 'autocannon';
 import type { Sql } from 'postgres';
 import { waitFor } from '../tests/helpers/wait.ts';
-import { cpuBetween, isLocalPostgres, snapshot } from './cpu.ts';
+import { cpuBetween, isLocalPostgres, snapshot, tcpPorts } from './cpu.ts';
+import { vacuumMeasured } from './database.ts';
 import type { RunningServer } from './processes.ts';
 import type { Load, Scenario } from './scenarios.ts';
 
@@ -19,6 +20,8 @@ export interface LoadOptions {
 
 export interface Measurement {
   reqPerSec: number;
+  /** Milliseconds, over all responses, to the microsecond (the percentiles are whole milliseconds). */
+  meanMs: number;
   /** Milliseconds, over all responses. */
   p50: number;
   p99: number;
@@ -32,14 +35,30 @@ export interface Measurement {
   loadCpu: number;
 }
 
-/** The Postgres backends serving the bench database, except our own connection; only when they are local. */
-async function backendPids(sql: Sql, local: boolean): Promise<number[]> {
+/**
+ * The Postgres backends serving `serverPid`, only when they are local: those whose client port is one of
+ * that process's TCP connections, so that other processes on the bench database (another bench, a test
+ * run) are not counted; backends on a Unix socket cannot be told apart and all count.
+ */
+async function backendPids(sql: Sql, local: boolean, serverPid: number): Promise<number[]> {
   if (!local) return [];
-  const rows = await sql`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
-  return rows.map((row) => row.pid as number).filter(isLocalPostgres);
+  const ports = tcpPorts(serverPid);
+  const rows = await sql`
+    select pid, client_port from pg_stat_activity
+    where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`;
+  return rows
+    .filter((row) => row.client_port === null || row.client_port < 0 || ports.has(row.client_port as number))
+    .map((row) => row.pid as number)
+    .filter(isLocalPostgres);
 }
 
-async function runAutocannon(origin: string, load: Load, options: LoadOptions, seconds: number): Promise<autocannon.Result> {
+async function runAutocannon(
+  origin: string,
+  load: Load,
+  options: LoadOptions,
+  seconds: number,
+  onResponse?: (milliseconds: number) => void,
+): Promise<autocannon.Result> {
   options.signal?.throwIfAborted();
   // The callback form: the instance it returns can be stopped (the promise form's cannot, as typed).
   let instance: autocannon.Instance | undefined;
@@ -55,6 +74,8 @@ async function runAutocannon(origin: string, load: Load, options: LoadOptions, s
       },
       (error, result) => (error ? reject(error) : resolve(result)),
     );
+    // Each response's time in fractional milliseconds (autocannon's percentiles are whole ones).
+    if (onResponse) instance!.on('response', (_client, _status, _bytes, milliseconds) => onResponse(milliseconds));
   });
   const stop = () => instance?.stop();
   options.signal?.addEventListener('abort', stop, { once: true });
@@ -111,6 +132,9 @@ export async function measure(
   database: { sql: Sql; local: boolean },
   options: LoadOptions,
 ): Promise<Measurement> {
+  // What the row reads and writes is vacuumed and analysed first: dead rows left by earlier rows (or runs,
+  // where autovacuum is off) would make this row pay for them.
+  await vacuumMeasured(database.sql);
   await settle(server);
   const load: Load = { path: scenario.path, headers: scenario.headers, requests: scenario.requests };
   Object.assign(load, await scenario.setup?.({ origin: server.origin, sql: database.sql }));
@@ -118,13 +142,18 @@ export async function measure(
   const run: LoadOptions = { ...options, connections: scenario.connections ?? options.connections };
   if (run.warmup > 0) await runAutocannon(server.origin, load, run, run.warmup);
 
-  const pidsBefore = [server.pid, ...(await backendPids(database.sql, database.local))];
+  const pidsBefore = [server.pid, ...(await backendPids(database.sql, database.local, server.pid))];
   const before = snapshot(pidsBefore);
   const loadBefore = process.cpuUsage();
-  const result = await runAutocannon(server.origin, load, run, run.duration);
+  let latencySum = 0;
+  let latencyCount = 0;
+  const result = await runAutocannon(server.origin, load, run, run.duration, (milliseconds) => {
+    latencySum += milliseconds;
+    latencyCount++;
+  });
   const loadUsed = process.cpuUsage(loadBefore);
   // Backends opened during the run count from zero; the pool keeps them open, so none is lost.
-  const after = snapshot([server.pid, ...(await backendPids(database.sql, database.local))]);
+  const after = snapshot([server.pid, ...(await backendPids(database.sql, database.local, server.pid))]);
 
   const responses = result.requests.total;
   const perResponse = (micros: number) => (responses > 0 ? micros / responses : 0);
@@ -133,6 +162,7 @@ export async function measure(
   after.delete(server.pid);
   return {
     reqPerSec: responses / result.duration,
+    meanMs: latencyCount > 0 ? latencySum / latencyCount : 0,
     p50: result.latency.p50,
     p99: result.latency.p99,
     responses,

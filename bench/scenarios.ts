@@ -35,6 +35,22 @@ export interface Scenario extends Load {
   baseline?: boolean;
 }
 
+/** What a comparison divides: req/s, time per request (the inverse), or CPU per request. */
+export type RatioMeasure = 'req/s' | 'time/req' | 'cpu/req';
+
+/**
+ * A ratio of two rows printed below the table (`of` / `to`, rows named by scenario name), with the target
+ * it is held to, if any: e.g. the service's req/s divided by the floor's, at least 1.0.
+ */
+export interface Comparison {
+  label: string;
+  of: string;
+  to: string;
+  target?: { measure: RatioMeasure; atLeast?: number; atMost?: number };
+}
+
+const PRICE_CHUNK = '/v1/products?page-size=20&sort=priceCents';
+
 /** The path and query of an absolute href from a chunk's links. */
 function pathOf(href: string): string {
   const url = new URL(href);
@@ -56,6 +72,8 @@ async function putTier(origin: string, tier: string, body: { limit: number; wind
 
 export const servers: ServerVariant[] = [
   { name: 'hello', entry: 'bench/hello.ts', readyPath: '/' },
+  // The least work that answers the rate-limited chunk below (docs/benchmarks.md, "The floor").
+  { name: 'floor', entry: 'bench/floor-server.ts', readyPath: '/readyz' },
   {
     // The service as deployed, rate limiter on; the anonymous tier (all bench traffic comes from 127.0.0.1)
     // is raised so that it never declines, so these rows pay for the limiter's check but are never a 429.
@@ -73,6 +91,8 @@ export const scenarios: Scenario[] = [
   { name: 'offset 900,000, count=none', server: 'service', path: '/v1/products?offset=900000&count=none' },
   { name: 'page 0, count=exact', server: 'service', path: '/v1/products?page=0&count=exact' },
   { name: 'page 0, count=estimated', server: 'service', path: '/v1/products?page=0&count=estimated' },
+  // The latency of an estimated count at one client: one request at a time, nothing queued.
+  { name: 'page 0, count=estimated, 1 client', server: 'service', path: '/v1/products?page=0&count=estimated', connections: 1 },
   { name: 'first cursor chunk', server: 'service', path: '/v1/products?page-size=20' },
   {
     // A cursor the service issued at depth ~900,000: the next link of the since_id=900000 chunk,
@@ -87,6 +107,10 @@ export const scenarios: Scenario[] = [
       return { path: pathOf(href) };
     },
   },
+  // The service's rate-limited chunk (limiter and concurrency cap on) beside the floor answering the same
+  // request with the least work this stack allows: one prepared counter upsert, one prepared keyset select.
+  { name: 'sort=priceCents, 32 clients: service', server: 'service', path: PRICE_CHUNK, connections: 32 },
+  { name: 'sort=priceCents, 32 clients: floor', server: 'floor', path: PRICE_CHUNK, connections: 32 },
 ];
 
 // The rate limiter's rows (bench/limiter-scenarios.ts): the chunk with the limiter off and on, one hot key
@@ -95,3 +119,30 @@ import { limiterScenarios, limiterServers } from './limiter-scenarios.ts';
 
 servers.push(...limiterServers);
 scenarios.push(...limiterScenarios);
+
+/** The ratios printed below the table, with the targets they are held to; a row left out by --only skips its ratios. */
+export const comparisons: Comparison[] = [
+  {
+    label: 'service / floor, sort=priceCents, 32 clients',
+    of: 'sort=priceCents, 32 clients: service',
+    to: 'sort=priceCents, 32 clients: floor',
+    target: { measure: 'req/s', atLeast: 1.0 },
+  },
+  ...['limiter: chunk', 'limiter, 64 clients: chunk'].flatMap((prefix) =>
+    ['one hot key', '1000 keys'].map((keys) => ({
+      label: `limiter on / off, ${prefix.startsWith('limiter,') ? '64' : '10'} clients, ${keys}`,
+      of: `${prefix}, ours, ${keys}`,
+      to: `${prefix}, limiter off`,
+      target: { measure: 'req/s' as const, atLeast: 0.8 },
+    })),
+  ),
+  {
+    label: 'cursor at ~900,000 / first cursor chunk',
+    of: 'cursor at ~900,000',
+    to: 'first cursor chunk',
+    target: { measure: 'time/req', atMost: 1.1 },
+  },
+];
+
+/** Rows whose mean latency is held to a bound, in milliseconds. */
+export const latencyTargets: { row: string; atMostMs: number }[] = [{ row: 'page 0, count=estimated, 1 client', atMostMs: 2 }];

@@ -1,5 +1,7 @@
-// The bench's one output: a markdown table, each row's throughput also as a ratio to the baseline row's.
+// The bench's one output: a markdown table, each row's throughput also as a ratio to the baseline row's,
+// then the ratios of chosen rows and the targets they and other figures are held to.
 import type { Measurement } from './measure.ts';
+import type { Comparison, RatioMeasure } from './scenarios.ts';
 
 /** A row's median round, and the lowest and highest req/s of all its rounds. */
 export interface RoundsResult extends Measurement {
@@ -20,6 +22,7 @@ const HEADER = [
   'req/s',
   'range req/s',
   '× baseline',
+  'mean ms',
   'p50 ms',
   'p99 ms',
   'non-2xx',
@@ -28,7 +31,6 @@ const HEADER = [
   'pg µs/req',
   'loadgen µs/req',
 ];
-const RIGHT_ALIGNED = new Set(HEADER.slice(2));
 
 // Two significant digits below 1, so a row at a thousandth of the baseline does not read 0.00.
 const formatRatio = (ratio: number) => (ratio >= 1 || ratio === 0 ? ratio.toFixed(2) : ratio.toPrecision(2));
@@ -48,6 +50,7 @@ function cells(row: Row, baseline: number | undefined): string[] {
     whole(m.reqPerSec),
     range,
     ratio,
+    m.meanMs.toFixed(2),
     String(m.p50),
     String(m.p99),
     whole(m.non2xx),
@@ -58,17 +61,103 @@ function cells(row: Row, baseline: number | undefined): string[] {
   ];
 }
 
-function line(values: string[], widths: number[]): string {
-  const padded = values.map((value, i) => (RIGHT_ALIGNED.has(HEADER[i]!) ? value.padStart(widths[i]!) : value.padEnd(widths[i]!)));
-  return `| ${padded.join(' | ')} |`;
+/** Markdown with padded columns, readable as is in a terminal; numbers (`right(column)`) are right-aligned. */
+function markdown(header: string[], body: string[][], right: (column: number) => boolean): string {
+  const widths = header.map((title, i) => Math.max(title.length, ...body.map((values) => values[i]!.length)));
+  const line = (values: string[]) =>
+    `| ${values.map((value, i) => (right(i) ? value.padStart(widths[i]!) : value.padEnd(widths[i]!))).join(' | ')} |`;
+  const rule = `|${widths.map((width, i) => (right(i) ? `${'-'.repeat(width + 1)}:` : '-'.repeat(width + 2))).join('|')}|`;
+  return [line(header), rule, ...body.map(line)].join('\n');
 }
 
-/** Markdown with padded columns, readable as is in a terminal. */
+/** The rows' table. */
 export function formatTable(rows: Row[]): string {
   const base = rows.find((row) => row.baseline)?.result;
   const baseline = base instanceof Error ? undefined : base?.reqPerSec;
-  const body = rows.map((row) => cells(row, baseline));
-  const widths = HEADER.map((title, i) => Math.max(title.length, ...body.map((values) => values[i]!.length)));
-  const rule = `|${widths.map((width, i) => (RIGHT_ALIGNED.has(HEADER[i]!) ? `${'-'.repeat(width + 1)}:` : '-'.repeat(width + 2))).join('|')}|`;
-  return [line(HEADER, widths), rule, ...body.map((values) => line(values, widths))].join('\n');
+  // Every column after the scenario and the server is a number.
+  return markdown(
+    HEADER,
+    rows.map((row) => cells(row, baseline)),
+    (column) => column >= 2,
+  );
+}
+
+/** A row's median round, when it ran and did not fail. */
+function resultOf(rows: Row[], name: string): RoundsResult | undefined {
+  const result = rows.find((row) => row.name === name)?.result;
+  return result instanceof Error ? undefined : result;
+}
+
+const RATIO_HEADER = ['ratio (row / row)', 'req/s', 'server µs/req', 'pg µs/req', 'server+pg µs/req', 'target'];
+
+/** One measure of `of` divided by the same of `to`; undefined when either lacks it. */
+function ratioOf(measure: RatioMeasure | 'server' | 'pg', of: RoundsResult, to: RoundsResult): number | undefined {
+  const cpu = (m: RoundsResult) => (m.serverCpu === undefined || m.postgresCpu === undefined ? undefined : m.serverCpu + m.postgresCpu);
+  const pairs: Record<typeof measure, [number | undefined, number | undefined]> = {
+    'req/s': [of.reqPerSec, to.reqPerSec],
+    'time/req': [to.reqPerSec, of.reqPerSec],
+    'cpu/req': [cpu(of), cpu(to)],
+    server: [of.serverCpu, to.serverCpu],
+    pg: [of.postgresCpu, to.postgresCpu],
+  };
+  const [a, b] = pairs[measure];
+  return a === undefined || b === undefined || b === 0 ? undefined : a / b;
+}
+
+const twoDigits = (n: number | undefined) => (n === undefined ? 'n/a' : n.toFixed(2));
+
+/** "≥ 1.0" or "≤ 1.1". */
+function bound(target: { atLeast?: number; atMost?: number }, digits = 1): string {
+  return target.atLeast !== undefined ? `≥ ${target.atLeast.toFixed(digits)}` : `≤ ${target.atMost!.toFixed(digits)}`;
+}
+
+function verdict(value: number, target: { atLeast?: number; atMost?: number }): string {
+  const met = (target.atLeast === undefined || value >= target.atLeast) && (target.atMost === undefined || value <= target.atMost);
+  return met ? 'met' : 'NOT met';
+}
+
+/**
+ * The comparisons whose two rows both ran: each ratio of req/s and of CPU per request, and the target
+ * with its verdict (`time/req` is the inverse of the req/s ratio: how much longer `of` takes per request).
+ */
+export function formatRatios(rows: Row[], comparisons: Comparison[]): string | undefined {
+  const body: string[][] = [];
+  for (const comparison of comparisons) {
+    const of = resultOf(rows, comparison.of);
+    const to = resultOf(rows, comparison.to);
+    if (!of || !to) continue;
+    const target = comparison.target;
+    const value = target && ratioOf(target.measure, of, to);
+    body.push([
+      comparison.label,
+      twoDigits(ratioOf('req/s', of, to)),
+      twoDigits(ratioOf('server', of, to)),
+      twoDigits(ratioOf('pg', of, to)),
+      twoDigits(ratioOf('cpu/req', of, to)),
+      target ? `${target.measure} ${twoDigits(value)} (${bound(target)}): ${value === undefined ? 'n/a' : verdict(value, target)}` : '',
+    ]);
+  }
+  return body.length === 0 ? undefined : markdown(RATIO_HEADER, body, (column) => column >= 1 && column < RATIO_HEADER.length - 1);
+}
+
+/** A figure held to a bound, e.g. a row's mean latency or the seeding time. */
+export interface Threshold {
+  label: string;
+  value: number | undefined;
+  unit: string;
+  atLeast?: number;
+  atMost?: number;
+}
+
+/** One line per threshold that was measured: the figure, its bound and the verdict. */
+export function formatThresholds(thresholds: Threshold[]): string | undefined {
+  const lines = thresholds
+    .filter((threshold) => threshold.value !== undefined)
+    .map((t) => `- ${t.label}: ${t.value!.toFixed(2)} ${t.unit} (target ${bound(t)} ${t.unit}): ${verdict(t.value!, t)}`);
+  return lines.length === 0 ? undefined : lines.join('\n');
+}
+
+/** The latency a row's median round measured, for a threshold. */
+export function meanLatencyOf(rows: Row[], name: string): number | undefined {
+  return resultOf(rows, name)?.meanMs;
 }

@@ -78,8 +78,9 @@ interface Teardown {
  * initdb and start a cluster in a new directory under /tmp (which the `postgres` user can reach, unlike a
  * checkout under /root), on a free port of the tests' range, listening on 127.0.0.1 only with its socket
  * in that directory. fsync is off: a test cluster need not survive a power cut, and it starts faster.
+ * `extra` adds or overrides postgresql.conf settings, written as the file takes them (`{ autovacuum: 'off' }`).
  */
-export async function startCluster(t: Teardown): Promise<Cluster> {
+export async function startCluster(t: Teardown, extra: Record<string, string> = {}): Promise<Cluster> {
   const bin = binDir();
   const user = await serverUser();
   const root = await mkdtemp('/tmp/pg-cluster-');
@@ -159,6 +160,7 @@ export async function startCluster(t: Teardown): Promise<Cluster> {
     full_page_writes: 'off',
     max_connections: '100',
     shared_buffers: "'32MB'",
+    ...extra,
   };
   const conf = Object.entries(settings)
     .map(([name, value]) => `${name} = ${value}\n`)
