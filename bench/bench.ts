@@ -16,7 +16,7 @@ const USAGE = 'Usage: npm run bench -- [--rounds N] [--duration S] [--warmup S] 
 const log = (line: string) => console.error(line);
 
 interface BenchOptions extends LoadOptions {
-  /** Keep only scenarios whose name contains this (the baseline always runs). */
+  /** Keep only scenarios whose name contains this (the baseline always runs), and the seeding measurement if its name does. */
   only: string | undefined;
   /** Times every scenario is measured, in rotation; each row reports its median round. */
   rounds: number;
@@ -142,8 +142,9 @@ function describeRun(options: BenchOptions): string {
   return [
     `Bench: ${PRODUCTS.toLocaleString('en')} products; autocannon, ${options.connections} connections (unless the row names its clients), ${options.duration} s per row after ${options.warmup} s warm-up,`,
     `${options.rounds} rounds over all rows, each row showing its median round; node ${process.version}.`,
-    'Latencies are whole milliseconds over all responses. CPU per response from /proc: the server process, its Postgres',
-    'backends (not parallel workers), and this process (autocannon). Compare ratios within one run, not across runs.',
+    'Latencies over all responses: the mean to the microsecond, p50 and p99 in whole milliseconds. CPU per response from',
+    '/proc: the server process, the Postgres backends of its own connections (not parallel workers), and this process',
+    '(autocannon). The measured tables are vacuumed before every row. Compare ratios within one run, not across runs.',
   ].join('\n');
 }
 
