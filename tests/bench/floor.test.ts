@@ -1,0 +1,77 @@
+// The bench's floor (bench/floor-server.ts) answers the chunk it stands in for exactly as the service does:
+// the same items in the same order and JSON, the same links and cursor payload (docs/benchmarks.md, "The floor").
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { testApp } from '../helpers/app.ts';
+import { freePort, stopProcess } from '../helpers/processes.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const CHUNK = '/v1/products?page-size=20&sort=priceCents';
+
+/** A cursor's payload, the middle part of `v1.<payload>.<signature>` (the floor signs with its own secret). */
+function cursorPayload(href: string): unknown {
+  const cursor = new URL(href).searchParams.get('cursor')!;
+  return JSON.parse(Buffer.from(cursor.split('.')[1]!, 'base64url').toString('utf8'));
+}
+
+t.test('the floor answers the first chunk by price as the service does', async (t) => {
+  const { database, json } = await testApp(t);
+  // Ties on the price (the id decides), timestamps at the ends of the range and with trailing zeros in
+  // the fraction, text that JSON must escape.
+  const timestamps = [
+    '0001-01-01T00:00:00.000000Z',
+    '9999-12-31T23:59:59.999999Z',
+    '2025-06-08T06:53:58.547370Z',
+    '2025-01-01T00:00:00.100000Z',
+    '2025-01-01T00:00:00.000001Z',
+    '1970-01-01T00:00:00.000000Z',
+  ];
+  const rows = Array.from({ length: 30 }, (_, i) => ({
+    name: i % 7 === 0 ? `Quote "${i}" \\ é ☃\ttab` : `Item ${i}`,
+    category: ['books', 'toys'][i % 2]!,
+    price_cents: 100 + (i % 3),
+    created_at: timestamps[i % timestamps.length]!,
+  }));
+  await database.sql`insert into products ${database.sql(rows)}`;
+
+  const port = await freePort();
+  const floor = spawn(process.execPath, ['--import', 'tsx', 'bench/floor-server.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: database.url, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  floor.stdout.on('data', (chunk) => (output += chunk));
+  floor.stderr.on('data', (chunk) => (output += chunk));
+  t.teardown(() => stopProcess(floor));
+  const origin = `http://127.0.0.1:${port}`;
+  await waitFor(`the floor on ${port} (${output})`, () =>
+    fetch(`${origin}/readyz`).then(
+      (response) => response.ok,
+      () => false,
+    ),
+  );
+
+  const service = await json(CHUNK);
+  const response = await fetch(`${origin}${CHUNK}`);
+  t.equal(response.status, 200);
+  t.equal(response.headers.get('content-type'), 'application/json; charset=utf-8');
+  const body = (await response.json()) as typeof service.body;
+  t.equal(service.status, 200);
+  t.equal(service.body.products.length, 20);
+  t.same(Object.keys(body), Object.keys(service.body), 'the same fields, in the same order');
+  t.equal(JSON.stringify(body.products), JSON.stringify(service.body.products), 'the same items, byte for byte');
+  t.equal(body.pageSize, service.body.pageSize);
+  t.equal(body._links.self.href.replace(origin, ''), service.body._links.self.href.replace('http://test.local', ''));
+  t.same(cursorPayload(body._links.next.href), cursorPayload(service.body._links.next.href), 'the same cursor payload');
+  t.match(response.headers.get('link'), /^<[^>]+>; rel="self", <[^>]+>; rel="next"$/);
+  for (const header of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']) {
+    t.ok(response.headers.get(header), `${header} is set`);
+  }
+
+  const [counter] = await database.sql`select used from bench_floor_counters`;
+  t.equal(counter?.used, 1, 'one counter upsert per request');
+  t.equal((await fetch(`${origin}/v1/products?page-size=21&sort=priceCents`)).status, 404, 'nothing but that one chunk');
+});
