@@ -4,7 +4,16 @@ import { type BenchDatabase, ensureProducts, measureSeeding, openBenchDatabase }
 import { type LoadOptions, type Measurement, measure } from './measure.ts';
 import { type RunningServer, startServer } from './processes.ts';
 import { comparisons, latencyTargets, type Scenario, scenarios, servers } from './scenarios.ts';
-import { formatRatios, formatTable, formatThresholds, meanLatencyOf, type RoundsResult, type Row, type Threshold } from './table.ts';
+import {
+  formatFailures,
+  formatRatios,
+  formatTable,
+  formatThresholds,
+  meanLatencyOf,
+  type RoundsResult,
+  type Row,
+  type Threshold,
+} from './table.ts';
 
 const PRODUCTS = 1_000_000;
 /** The seeding measurement, selected by --only like a row. */
@@ -106,18 +115,20 @@ async function runScenarios(
   options: BenchOptions,
 ): Promise<Row[]> {
   const measured = new Map<Scenario, Measurement[]>(selected.map((scenario) => [scenario, []]));
-  const failed = new Map<Scenario, Error>();
+  const failures = new Map<Scenario, string[]>(selected.map((scenario) => [scenario, []]));
   for (let round = 1; round <= options.rounds; round++) {
     for (const scenario of selected) {
       if (options.signal?.aborted) break;
-      if (failed.has(scenario)) continue;
       log(
         `Round ${round}/${options.rounds}: "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured`,
       );
-      const result = await measure(scenario, running.get(scenario.server)!, database, options).catch((error: Error) => error);
+      const server = running.get(scenario.server)!;
+      const result = await measure(scenario, server, database, options).catch((error: Error) => error);
       if (result instanceof Error) {
-        log(`  failed: ${result.message}`);
-        failed.set(scenario, result);
+        // A round that fails (a typo in the row, or the database refusing connections for a moment) is
+        // left out and the row tried again in the next round; its last output lines say what went wrong.
+        log(`  failed: ${result.message}\n  ${server.variant.name}'s last output:\n${server.output().replace(/^/gm, '    ')}`);
+        failures.get(scenario)!.push(`round ${round}: ${result.message.split('\n')[0]}`);
       } else {
         measured.get(scenario)!.push(result);
       }
@@ -127,13 +138,14 @@ async function runScenarios(
     name: scenario.name,
     server: scenario.server,
     baseline: scenario.baseline ?? false,
-    result: failed.get(scenario) ?? medianRound(measured.get(scenario)!),
+    result: medianRound(measured.get(scenario)!, failures.get(scenario)!),
+    failures: failures.get(scenario)!,
   }));
 }
 
 /** The round with the median req/s (the lower middle one of an even count), and the range over all rounds. */
-function medianRound(rounds: Measurement[]): RoundsResult | Error {
-  if (rounds.length === 0) return new Error('interrupted before it was measured');
+function medianRound(rounds: Measurement[], failures: string[]): RoundsResult | Error {
+  if (rounds.length === 0) return new Error(failures.length > 0 ? 'every round failed' : 'interrupted before it was measured');
   const sorted = [...rounds].sort((a, b) => a.reqPerSec - b.reqPerSec);
   return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, minReqPerSec: sorted[0]!.reqPerSec, maxReqPerSec: sorted.at(-1)!.reqPerSec };
 }
@@ -161,9 +173,11 @@ function report(options: BenchOptions, rows: Row[], seedingSeconds: number | und
   ];
   const ratios = formatRatios(rows, comparisons);
   const targets = formatThresholds(thresholds);
+  const failures = formatFailures(rows);
   return [
     describeRun(options),
     formatTable(rows),
+    ...(failures ? [`Rounds that failed (left out of their rows):\n\n${failures}`] : []),
     ...(ratios ? [`Ratios of rows (each measure of the first row divided by the second's):\n\n${ratios}`] : []),
     ...(targets ? [`Other targets:\n\n${targets}`] : []),
   ].join('\n\n');
@@ -204,7 +218,7 @@ async function main(): Promise<number> {
     const rows = await runScenarios(selected, running, database, { ...options, signal: interrupted.signal });
     if (interrupted.signal.aborted) return 130;
     console.log(report(options, rows, seedingSeconds));
-    return rows.some((row) => row.result instanceof Error) ? 1 : 0;
+    return rows.some((row) => row.result instanceof Error || row.failures.length > 0) ? 1 : 0;
   } finally {
     await resources.close();
   }

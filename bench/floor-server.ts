@@ -27,6 +27,9 @@ const options = {
   },
   // The counter's commit does not wait for the WAL flush; UTC makes timestamptz text end in "+00".
   connection: { application_name: 'bench-floor', synchronous_commit: 'off', TimeZone: 'UTC' },
+  // Idle connections close after 30 s, as the service's do: the bench's servers wait idle while the other
+  // rows run, and a shared PostgreSQL has only so many connections.
+  idle_timeout: 30,
   onnotice: () => {},
 } satisfies postgres.Options<Record<string, postgres.PostgresType>>;
 

@@ -22,6 +22,8 @@ export interface RunningServer {
   readonly pid: number;
   /** http://127.0.0.1:<port>: the bench sends traffic nowhere else. */
   readonly origin: string;
+  /** The last lines it printed (up to 4 KB), to show when a row fails. */
+  output(): string;
   stop(): Promise<void>;
 }
 
@@ -77,16 +79,17 @@ export async function startServer(variant: ServerVariant, databaseUrl: string, t
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (child.pid === undefined) throw new Error(`Server ${variant.name}: could not spawn ${variant.entry}`);
+  const tail = outputTail(child);
   const running: RunningServer = {
     variant,
     pid: child.pid,
     origin: `http://127.0.0.1:${port}`,
+    output: tail,
     // SIGTERM (the service drains and closes its pool), then SIGKILL if it lingers.
     stop: async () => {
       await stopProcess(child);
     },
   };
-  const tail = outputTail(child);
   try {
     await untilReady(child, `${running.origin}${variant.readyPath}`, timeoutMs);
     await variant.setup?.(running.origin);

@@ -14,6 +14,8 @@ export interface Row {
   server: string;
   baseline: boolean;
   result: RoundsResult | Error;
+  /** The rounds that failed, as "round N: message"; the result is the median of the others. */
+  failures: string[];
 }
 
 const HEADER = [
@@ -39,8 +41,7 @@ const whole = (n: number | undefined) => (n === undefined ? 'n/a' : Math.round(n
 
 function cells(row: Row, baseline: number | undefined): string[] {
   const name = row.baseline ? `${row.name} (baseline)` : row.name;
-  if (row.result instanceof Error)
-    return [name, row.server, `failed: ${row.result.message.split('\n')[0]}`, ...HEADER.slice(3).map(() => '')];
+  if (row.result instanceof Error) return [name, row.server, 'failed', ...HEADER.slice(3).map(() => '')];
   const m = row.result;
   const ratio = baseline ? formatRatio(m.reqPerSec / baseline) : 'n/a';
   const range = m.minReqPerSec === m.maxReqPerSec ? '' : `${whole(m.minReqPerSec)}–${whole(m.maxReqPerSec)}`;
@@ -80,6 +81,12 @@ export function formatTable(rows: Row[]): string {
     rows.map((row) => cells(row, baseline)),
     (column) => column >= 2,
   );
+}
+
+/** One line per failed round, under its row's name; undefined when every round succeeded. */
+export function formatFailures(rows: Row[]): string | undefined {
+  const lines = rows.flatMap((row) => row.failures.map((failure) => `- ${row.name}, ${failure}`));
+  return lines.length === 0 ? undefined : lines.join('\n');
 }
 
 /** A row's median round, when it ran and did not fail. */
