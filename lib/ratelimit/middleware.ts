@@ -86,7 +86,6 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     offerHousekeeping();
 
     const headers = rateLimitHeaders(decision);
-    for (const [name, value] of Object.entries(headers)) c.header(name, value);
     if (decision.outcome === 'rate') {
       throw new ApiError(
         'Request_limit_exceeded',
@@ -105,6 +104,11 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
 
     try {
       await next();
+    } catch (error) {
+      // Thrown past Hono's handler (the not-found handler's 404): the error handler makes the response after
+      // this returns, from the headers prepared here.
+      for (const name in headers) c.header(name, headers[name]);
+      throw error;
     } finally {
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease. A
@@ -117,12 +121,14 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         if (c.res.status !== 503) await released;
       }
     }
-    // Handlers may return a plain Response that does not carry the headers set above. Set them on it in
-    // place: c.header() on a finished response would copy it into a streamed one, which costs far more.
+    // Set once, on the response as it leaves, whatever made it: a handler's plain Response, c.json, or the
+    // error handler's problem. In place: c.header() on a finished response would copy it into a streamed
+    // one, which costs far more.
     try {
-      for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+      const target = c.res.headers;
+      for (const name in headers) target.set(name, headers[name]!);
     } catch {
-      for (const [name, value] of Object.entries(headers)) c.header(name, value); // immutable headers
+      for (const name in headers) c.header(name, headers[name]); // immutable headers
     }
   };
 }
