@@ -7,7 +7,7 @@ import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
 import { socketAddress } from '../http/forwarding.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import type { Registry } from '../pagination/registry.ts';
-import { requestCost } from './cost.ts';
+import { queryCost, readForCost } from './cost.ts';
 import { rateLimitHeaders } from './headers.ts';
 import { housekeeper } from './housekeeping.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
@@ -59,7 +59,14 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const address = clientSubject(remoteAddress(c), c.req.header('x-forwarded-for'), config.trustProxy);
     const credential = registration ? { kind: 'none' as const } : parseAuthorization(c.req.header('authorization'));
     const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));
-    const isQuery = collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD');
+    // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1. Its reading
+    // goes to the collection handler, which serves it as read here (the context variable `readQuery`).
+    let cost = 1;
+    if (collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD')) {
+      const read = readForCost(collection, rawQueryOf(c.req.url), cursorSecret);
+      cost = queryCost(collection, read);
+      if (read !== undefined) c.set('readQuery', read);
+    }
     // An unreachable database, or no answer within the timeout, throws here (the limiter gives the decision
     // up: a request answered 503 is never charged later and holds no lease); the one error handler turns
     // it into a 503.
@@ -68,8 +75,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
       ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
       ipTier: registration ? 'registration' : 'anonymous',
-      // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
-      cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url), cursorSecret) : 1,
+      cost,
       clockOffset: clockOffset(),
     });
     offerHousekeeping();
