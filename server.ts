@@ -69,7 +69,11 @@ async function start(config: Config) {
   const seeded = await seedIfEmpty(postgresServer.url, defaultSizes, (url) => postgres(url, { max: 1, onnotice: () => {} }));
   if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
 
-  const database = openDatabase(postgresServer.url, { statementTimeoutMs: config.statementTimeoutMs, poolTimeoutMs: config.poolTimeoutMs });
+  const database = openDatabase(postgresServer.url, {
+    max: config.databasePoolSize,
+    statementTimeoutMs: config.statementTimeoutMs,
+    poolTimeoutMs: config.poolTimeoutMs,
+  });
   const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
   await warnWithoutAutovacuum(database.sql);
   const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: {} });

@@ -65,7 +65,8 @@ export function buildApp(deps: AppDeps): Hono {
   app.get('/v1/:collection', (c) => {
     const collection = registry.get(c.req.param('collection'));
     if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
-    return serveCollection(c.req.raw, collection, deps, socketAddress(c));
+    // The query as the rate limiter read it for its cost, if it did (lib/pagination/serve.ts, `readQuery`).
+    return serveCollection(c.req.raw, collection, deps, socketAddress(c), c.get('readQuery'));
   });
 
   app.all('/healthz', methodNotAllowed('GET, HEAD'));

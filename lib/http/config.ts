@@ -20,6 +20,8 @@ export interface Config {
   readonly statementTimeoutMs: number;
   /** How long a request's data queries may wait for a pool connection, in ms, on top of their own time. */
   readonly poolTimeoutMs: number;
+  /** Connections of the pool for data queries (the rate limiter has one of its own besides). */
+  readonly databasePoolSize: number;
 }
 
 export class ConfigError extends Error {
@@ -101,6 +103,14 @@ function parseMilliseconds(name: string, value: string | undefined, fallback: nu
   return Number(value);
 }
 
+function parseCount(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d{1,9}$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new ConfigError(`Invalid ${name}: expected a whole number from ${min} to ${max}, got "${value}"`);
+  }
+  return Number(value);
+}
+
 /** Parses the environment; throws one ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
   const publicUrl = parseUrl('PUBLIC_URL', optional(env, 'PUBLIC_URL'), ['http:', 'https:']);
@@ -114,5 +124,7 @@ export function parseConfig(env: Env): Config {
     shutdownTimeoutMs: parseMilliseconds('SHUTDOWN_TIMEOUT_MS', optional(env, 'SHUTDOWN_TIMEOUT_MS'), 10_000, 0, 600_000),
     statementTimeoutMs: parseMilliseconds('STATEMENT_TIMEOUT_MS', optional(env, 'STATEMENT_TIMEOUT_MS'), 5000, 100, 3_600_000),
     poolTimeoutMs: parseMilliseconds('POOL_TIMEOUT_MS', optional(env, 'POOL_TIMEOUT_MS'), 2000, 100, 3_600_000),
+    // Each connection is a PostgreSQL backend (max_connections is 100 by default, shared by every instance).
+    databasePoolSize: parseCount('DATABASE_POOL_SIZE', optional(env, 'DATABASE_POOL_SIZE'), 10, 1, 100),
   });
 }

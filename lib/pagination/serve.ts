@@ -50,15 +50,34 @@ export function readQuery(collection: Collection, params: QueryParams, cursorSec
   return { variant, request, plan: variant.read(request) };
 }
 
-/** `peer`: the socket's remote address, which decides whether forwarded host and proto count. */
+declare module 'hono' {
+  /**
+   * `readQuery`: the Hono context variable by which a middleware that has read the request's query already
+   * (the rate limiter, whose cost rule charges its plan) hands that reading to the collection handler, so
+   * the query string is parsed and read once: `c.set('readQuery', readQuery(…))`. Unset, the handler reads
+   * it itself.
+   */
+  interface ContextVariableMap {
+    readQuery: ReadQuery;
+  }
+}
+
+/**
+ * `peer`: the socket's remote address, which decides whether forwarded host and proto count. `read`: this
+ * request's query as readQuery read it already (the context variable `readQuery`); when it is absent, or
+ * of another collection, the query is read here.
+ */
 export async function serveCollection(
   request: Request,
   collection: Collection,
   deps: CollectionDeps,
   peer: string | undefined,
+  read?: ReadQuery,
 ): Promise<Response> {
-  const params = parseQueryString(rawQueryOf(request.url));
-  const { variant, request: query, plan } = readQuery(collection, params, deps.cursorSecret);
+  const reading =
+    read?.request.collection === collection ? read : readQuery(collection, parseQueryString(rawQueryOf(request.url)), deps.cursorSecret);
+  const { variant, request: query, plan } = reading;
+  const params = query.params;
   const collectionUrl = `${baseUrl(request, deps.config, peer)}/v1/${collection.name}`;
   const href = linkBuilder(collectionUrl, params);
   // The server cancels a query past its statement timeout; this also bounds the wait for a pool connection

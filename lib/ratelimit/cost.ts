@@ -3,7 +3,7 @@
 import { ApiError } from '../http/errors.ts';
 import { parseQueryString } from '../pagination/params.ts';
 import type { Collection } from '../pagination/registry.ts';
-import { readQuery } from '../pagination/serve.ts';
+import { type ReadQuery, readQuery } from '../pagination/serve.ts';
 import type { Reading } from '../pagination/variants.ts';
 
 // The largest cost handed to the database, whose rate_decide takes an int4 and caps it at the allowance.
@@ -21,13 +21,25 @@ const MAX_COST = 2 ** 31 - 1;
  * with a 400 costs 1 unit. It never throws but for a bug. The cap at the tier's whole allowance is applied by the database, which knows the tier.
  */
 export function requestCost(collection: Collection | undefined, rawQuery: string, cursorSecret: string): number {
-  if (!collection) return 1;
+  return collection ? queryCost(collection, readForCost(collection, rawQuery, cursorSecret)) : 1;
+}
+
+/**
+ * The request's query as the handler reads it (readQuery), or undefined when the handler refuses it with a
+ * 400. The rate limiter charges it (queryCost) and hands it to the handler, which then serves it as read.
+ */
+export function readForCost(collection: Collection, rawQuery: string, cursorSecret: string): ReadQuery | undefined {
   try {
-    return Math.min(costOf(collection, readQuery(collection, parseQueryString(rawQuery), cursorSecret).plan), MAX_COST);
+    return readQuery(collection, parseQueryString(rawQuery), cursorSecret);
   } catch (error) {
-    if (error instanceof ApiError) return 1; // the request is a 400
+    if (error instanceof ApiError) return undefined; // the request is a 400
     throw error;
   }
+}
+
+/** The cost of a query read by readForCost: 1 unit for one the handler refuses (undefined). */
+export function queryCost(collection: Collection, read: ReadQuery | undefined): number {
+  return read === undefined ? 1 : Math.min(costOf(collection, read.plan), MAX_COST);
 }
 
 function costOf(collection: Collection, { pageSize, exactCount, offset, firstKey }: Reading): number {

@@ -1,8 +1,9 @@
 // The limiter client: rate-limit decisions and lease releases in PostgreSQL (batched, one round trip,
-// with a deadline).
+// one deadline per batch).
 import type { PendingQuery, Row, Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
 import { answeredInTime } from '../http/deadline.ts';
+import { unavailable } from '../http/errors.ts';
 
 type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency';
 
@@ -48,46 +49,59 @@ interface Lease {
 
 export interface Limiter {
   /**
-   * Charges the request and takes its lease, or declines it. Once `signal` aborts (its caller stopped
-   * waiting), a decision not yet sent never is, so that a request already answered 503 is not charged
-   * later and holds no lease; it rejects with the signal's reason.
+   * Charges the request and takes its lease, or declines it. Rejects with a 503 (`unavailable`) once the
+   * limiter's timeout has passed since the call with no answer, and gives the decision up, so that a
+   * request answered 503 is not charged later and holds no lease: a decision not yet sent never is (one
+   * that postgres.js holds waiting for a connection is rejected by renewing the connection); one already
+   * on the wire may still be made, and the lease it takes is given back. Likewise, with the signal's
+   * reason, for a decision not yet sent once `signal` aborts (its caller stopped waiting).
    */
   decide(input: DecisionInput, signal?: AbortSignal): Promise<Decision>;
   /**
-   * The request of `signal` stopped waiting for its decision (it was answered 503; `signal` has aborted).
-   * A statement carrying the decision that postgres.js has not yet handed to a connection (it waits for
-   * one to connect) must then never go: the connection is renewed, which rejects it. One already on the
-   * wire may still be made; the caller gives its lease back.
-   */
-  abandoned(signal: AbortSignal): void;
-  /**
-   * Ends a lease; resolves once the slot is free for the subject's next request, at any instance. When it
-   * fails (the database is away), it rejects, and the release is kept and sent again with the limiter's
-   * next statements until the database takes it or the lease has expired anyway.
+   * Ends a lease; resolves once the slot is free for the subject's next request, at any instance. Rejects
+   * when the database fails it (it is away), or with a 503 once the timeout has passed; the release itself
+   * goes on: one that failed is kept and sent again with the limiter's next statements until the database
+   * takes it or the lease has expired anyway.
    */
   release(subject: string, lease: Lease): Promise<void>;
 }
 
-interface PendingDecision {
+/** A caller waiting for the limiter: a decision, or a release. */
+interface Waiter {
+  /** performance.now() past which the caller is answered 503 (Infinity: never). */
+  readonly deadline: number;
+  /** Answered, failed or given up on: the caller is told nothing more. */
+  settled: boolean;
+  reject(error: unknown): void;
+}
+
+interface PendingDecision extends Waiter {
   readonly input: DecisionInput;
   readonly signal: AbortSignal | undefined;
   resolve(decision: Decision): void;
-  reject(error: unknown): void;
 }
 
-interface PendingRelease {
+interface PendingRelease extends Waiter {
   readonly subject: string;
   readonly lease: Lease;
   resolve(): void;
-  reject(error: unknown): void;
 }
 
-/** A statement handed to postgres.js, on the client `sql`. */
-interface Statement {
-  readonly sql: Sql;
-  readonly batch: readonly PendingDecision[];
-  readonly query: PendingQuery<Row[]>;
-  settled: boolean;
+/**
+ * What goes to the database as one statement: the decisions and releases asked for while it was collected,
+ * with one timer for all their deadlines. It is set for the first one's, and, should it fire, again for
+ * the earliest of those still waiting; it is cleared once the statement has answered, which under load is
+ * long before, so a batch of many requests costs one timer set and cleared.
+ */
+interface Batch {
+  /** Once sent: the decisions of the statement, in the order of its rows' `idx`. */
+  decisions: PendingDecision[];
+  readonly releases: PendingRelease[];
+  timer: NodeJS.Timeout | undefined;
+  /** Once sent: the statement, on the client `sql`. */
+  statement: { readonly sql: Sql; readonly query: PendingQuery<Row[]> } | undefined;
+  /** The statement has answered or failed. */
+  done: boolean;
 }
 
 /**
@@ -112,6 +126,11 @@ function plainConnection(sql: Sql): OwnConnection {
 
 function ignore(): void {}
 
+/** A release nobody waits for: one tried again, or the lease of a decision given up on. */
+function unwaited(subject: string, lease: Lease): PendingRelease {
+  return { subject, lease, deadline: Number.POSITIVE_INFINITY, settled: true, resolve: ignore, reject: ignore };
+}
+
 /**
  * The limiter's client. It keeps at most PIPELINE_DEPTH statements in flight: whatever is asked for
  * meanwhile, the decisions of requests that begin and the lease releases of requests that end, goes to
@@ -124,22 +143,23 @@ function ignore(): void {}
  * Every statement has a deadline (the connection's): past it, the connection is taken for dead and
  * replaced, and what was on it is rejected, never sent again. The statements in flight are counted on the
  * current connection only, so one that never settles cannot hold the pipeline. `leaseTtl` is the lease
- * time-to-live in seconds; 0 takes no lease (no concurrency cap).
+ * time-to-live in seconds; 0 takes no lease (no concurrency cap). `timeoutMs` is how long a caller waits
+ * for its decision or release before it is answered 503 (default: for as long as the statement takes).
  */
-export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: number): Limiter {
+export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: number, timeoutMs = Number.POSITIVE_INFINITY): Limiter {
   const own = typeof connection === 'function' ? plainConnection(connection) : connection;
-  let decisions: PendingDecision[] = [];
-  let releases: PendingRelease[] = [];
+  /** The batch that the next statement will carry, if anything was asked for since the last one went. */
+  let collecting: Batch | undefined;
   /** Releases that failed, sent again with the next statement (or on a timer) while their lease lives. */
   let owed: PendingRelease[] = [];
   let retryTimer: NodeJS.Timeout | undefined;
   let scheduled = false;
-  /** The statements in flight, each with the client it was sent on. */
-  const inFlight = new Set<Statement>();
+  /** The batches whose statement is in flight. */
+  const inFlight = new Set<Batch>();
 
   function onCurrentConnection(): number {
     let count = 0;
-    for (const statement of inFlight) if (statement.sql === own.sql) count++;
+    for (const batch of inFlight) if (batch.statement!.sql === own.sql) count++;
     return count;
   }
 
@@ -149,10 +169,53 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
     setImmediate(flush);
   }
 
+  /** The batch being collected, begun (and its timer set for its first caller's deadline) if need be. */
+  function collect(): Batch {
+    if (collecting) return collecting;
+    const batch: Batch = { decisions: [], releases: [], timer: undefined, statement: undefined, done: false };
+    if (timeoutMs !== Number.POSITIVE_INFINITY) watch(batch, timeoutMs);
+    collecting = batch;
+    return batch;
+  }
+
+  /**
+   * The batch's timer. It checks one turn of the event loop after it fires: when the process itself was
+   * held up (a long synchronous task, a paused machine), an answer that arrived meanwhile is read in
+   * between, and it wins.
+   */
+  function watch(batch: Batch, ms: number): void {
+    batch.timer = setTimeout(() => setImmediate(expire, batch), ms);
+  }
+
+  /** Answers 503 to the batch's callers past their deadline; the timer is set again for the others. */
+  function expire(batch: Batch): void {
+    batch.timer = undefined;
+    if (batch.done) return;
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    let gaveUp = false;
+    for (const waiter of [...batch.decisions, ...batch.releases]) {
+      if (waiter.settled) continue;
+      if (waiter.deadline > now) {
+        next = Math.min(next, waiter.deadline);
+        continue;
+      }
+      waiter.settled = true;
+      waiter.reject(unavailable());
+      if ('input' in waiter) gaveUp = true;
+    }
+    // A statement that postgres.js has not yet handed to a connection (it waits for one to connect) must
+    // then never go: the connection is renewed, which rejects it. One already on the wire may still be
+    // made: the leases it takes for callers given up on are given back.
+    const statement = batch.statement;
+    if (gaveUp && statement && (statement.query as { state?: unknown }).state === null) own.renew(statement.sql);
+    if (next !== Number.POSITIVE_INFINITY) watch(batch, next - now);
+  }
+
   function owe(failed: PendingRelease[]): void {
     const now = performance.now();
     for (const { subject, lease } of failed) {
-      if (lease.expiresAt > now) owed.push({ subject, lease, resolve: ignore, reject: ignore });
+      if (lease.expiresAt > now) owed.push(unwaited(subject, lease));
     }
     if (owed.length > MAX_OWED_RELEASES) owed.splice(0, owed.length - MAX_OWED_RELEASES);
     if (owed.length > 0 && retryTimer === undefined) {
@@ -165,7 +228,6 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
   }
 
   function takeOwed(): PendingRelease[] {
-    if (owed.length === 0) return owed;
     const now = performance.now();
     const live = owed.filter((pending) => pending.lease.expiresAt > now);
     owed = [];
@@ -174,39 +236,71 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
 
   function flush(): void {
     scheduled = false;
-    const batch: PendingDecision[] = [];
-    for (const pending of decisions) {
-      if (pending.signal?.aborted) pending.reject(pending.signal.reason);
-      else batch.push(pending);
+    const batch = collecting ?? { decisions: [], releases: [], timer: undefined, statement: undefined, done: false };
+    collecting = undefined;
+    const decisions: PendingDecision[] = [];
+    for (const pending of batch.decisions) {
+      if (pending.settled) continue; // answered 503 by its deadline: never sent
+      if (pending.signal?.aborted) {
+        pending.settled = true;
+        pending.reject(pending.signal.reason);
+      } else {
+        decisions.push(pending);
+      }
     }
-    const ending = owed.length === 0 ? releases : releases.concat(takeOwed());
-    decisions = [];
-    releases = [];
-    if (batch.length === 0 && ending.length === 0) return;
+    batch.decisions = decisions;
+    if (owed.length > 0) batch.releases.push(...takeOwed());
+    const releases = batch.releases;
+    if (decisions.length === 0 && releases.length === 0) {
+      clearTimeout(batch.timer);
+      return;
+    }
     const sql = own.sql;
-    const statement: Statement = { sql, batch, query: send(sql, batch, ending), settled: false };
-    inFlight.add(statement);
-    answeredInTime(own, sql, statement.query)
+    batch.statement = { sql, query: send(sql, decisions, releases) };
+    inFlight.add(batch);
+    answeredInTime(own, sql, batch.statement.query)
       .then((rows) => {
-        if (!answers(rows, batch.length)) {
+        if (!answers(rows, decisions.length)) {
           // Not this statement's answer: taken as a failure, so its releases are kept, and the connection
           // (whose exchange is out of step) is replaced.
           own.renew(sql);
-          throw new Error(`Limiter statement: expected ${Math.max(batch.length, 1)} rows, got ${rows.length}`);
+          throw new Error(`Limiter statement: expected ${Math.max(decisions.length, 1)} rows, got ${rows.length}`);
         }
-        for (const pending of ending) pending.resolve();
-        if (batch.length === 0) return; // rate_release
-        for (const row of rows) batch[(row.idx as number) - 1]!.resolve(decisionOf(row, leaseTtl));
+        for (const pending of releases) {
+          pending.settled = true;
+          pending.resolve();
+        }
+        if (decisions.length === 0) return; // rate_release
+        for (const row of rows) {
+          const pending = decisions[(row.idx as number) - 1]!;
+          const decision = decisionOf(row, leaseTtl);
+          if (!pending.settled) {
+            pending.settled = true;
+            pending.resolve(decision);
+          } else if (decision.lease) {
+            // Its caller was answered 503 meanwhile: the lease goes back.
+            collect().releases.push(unwaited(decision.subject, decision.lease));
+          }
+        }
       })
       .catch((error: unknown) => {
-        for (const pending of batch) pending.reject(error);
-        for (const pending of ending) pending.reject(error);
-        owe(ending);
+        for (const pending of decisions) {
+          if (pending.settled) continue;
+          pending.settled = true;
+          pending.reject(error);
+        }
+        for (const pending of releases) {
+          if (pending.settled) continue;
+          pending.settled = true;
+          pending.reject(error);
+        }
+        owe(releases);
       })
       .finally(() => {
-        statement.settled = true;
-        inFlight.delete(statement);
-        if (decisions.length > 0 || releases.length > 0) schedule();
+        batch.done = true;
+        clearTimeout(batch.timer);
+        inFlight.delete(batch);
+        if (collecting) schedule();
       });
   }
 
@@ -227,23 +321,18 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
         ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
   }
 
+  const deadline = () => (timeoutMs === Number.POSITIVE_INFINITY ? timeoutMs : performance.now() + timeoutMs);
+
   return {
     decide(input, signal) {
       return new Promise<Decision>((resolve, reject) => {
-        decisions.push({ input, signal, resolve, reject });
+        collect().decisions.push({ input, signal, deadline: deadline(), settled: false, resolve, reject });
         schedule();
       });
     },
-    abandoned(signal) {
-      // A rare path (a 503): the few statements in flight are searched, nothing is kept per request.
-      for (const statement of inFlight) {
-        const waiting = !statement.settled && (statement.query as { state?: unknown }).state === null;
-        if (waiting && statement.batch.some((pending) => pending.signal === signal)) own.renew(statement.sql);
-      }
-    },
     release(subject, lease) {
       return new Promise<void>((resolve, reject) => {
-        releases.push({ subject, lease, resolve, reject });
+        collect().releases.push({ subject, lease, deadline: deadline(), settled: false, resolve, reject });
         schedule();
       });
     },

@@ -3,16 +3,15 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
 import type { Config } from '../http/config.ts';
-import { withTimeout } from '../http/deadline.ts';
 import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
 import { socketAddress } from '../http/forwarding.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import type { Registry } from '../pagination/registry.ts';
-import { requestCost } from './cost.ts';
+import { queryCost, readForCost } from './cost.ts';
 import { rateLimitHeaders } from './headers.ts';
 import { housekeeper } from './housekeeping.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
-import { type Decision, databaseLimiter } from './limiter.ts';
+import { databaseLimiter } from './limiter.ts';
 
 export interface LimiterOptions {
   /** The socket's address; the default reads @hono/node-server's connection info (none under app.request). */
@@ -50,7 +49,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
   const clockOffset = options.clockOffset ?? (() => 0);
   const leaseTtl = options.leaseTtlSeconds ?? 30;
   const timeoutMs = options.timeoutMs ?? 2500;
-  const limiter = databaseLimiter(deps.limiter, leaseTtl);
+  const limiter = databaseLimiter(deps.limiter, leaseTtl, timeoutMs);
   const offerHousekeeping = housekeeper(sql, options.housekeepingMs ?? 10_000, clockOffset);
 
   return async function rateLimit(c, next) {
@@ -60,33 +59,28 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const address = clientSubject(remoteAddress(c), c.req.header('x-forwarded-for'), config.trustProxy);
     const credential = registration ? { kind: 'none' as const } : parseAuthorization(c.req.header('authorization'));
     const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));
-    const isQuery = collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD');
-    const abandoned = new AbortController();
-    const deciding = limiter.decide(
-      {
-        // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
-        keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
-        ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
-        ipTier: registration ? 'registration' : 'anonymous',
-        // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1.
-        cost: isQuery ? requestCost(collection, rawQueryOf(c.req.url), cursorSecret) : 1,
-        clockOffset: clockOffset(),
-      },
-      abandoned.signal,
-    );
-    // An unreachable database throws here; the one error handler turns it into a 503.
-    const decision: Decision = await withTimeout(deciding, timeoutMs).catch((error: unknown) => {
-      // Answered 503: a decision still waiting to be sent never is; one already sent that takes a lease
-      // gives it back.
-      abandoned.abort();
-      limiter.abandoned(abandoned.signal);
-      deciding.then((late) => late.lease && limiter.release(late.subject, late.lease)).catch(() => {});
-      throw error;
+    // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1. Its reading
+    // goes to the collection handler, which serves it as read here (the context variable `readQuery`).
+    let cost = 1;
+    if (collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD')) {
+      const read = readForCost(collection, rawQueryOf(c.req.url), cursorSecret);
+      cost = queryCost(collection, read);
+      if (read !== undefined) c.set('readQuery', read);
+    }
+    // An unreachable database, or no answer within the timeout, throws here (the limiter gives the decision
+    // up: a request answered 503 is never charged later and holds no lease); the one error handler turns
+    // it into a 503.
+    const decision = await limiter.decide({
+      // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
+      keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
+      ipSubject: `${registration ? 'reg' : 'ip'}:${address}`,
+      ipTier: registration ? 'registration' : 'anonymous',
+      cost,
+      clockOffset: clockOffset(),
     });
     offerHousekeeping();
 
     const headers = rateLimitHeaders(decision);
-    for (const [name, value] of Object.entries(headers)) c.header(name, value);
     if (decision.outcome === 'rate') {
       throw new ApiError(
         'Request_limit_exceeded',
@@ -105,24 +99,31 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
 
     try {
       await next();
+    } catch (error) {
+      // Thrown past Hono's handler (the not-found handler's 404): the error handler makes the response after
+      // this returns, from the headers prepared here.
+      for (const name in headers) c.header(name, headers[name]);
+      throw error;
     } finally {
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease. A
         // release that fails is kept by the limiter and sent again once the database answers. A 503 (the
         // database failed this request) does not wait for it: its client waits for Retry-After anyway,
         // and a connection that stopped answering would hold the answer up to the timeout.
-        const released = withTimeout(limiter.release(decision.subject, decision.lease), timeoutMs).catch((error: unknown) => {
+        const released = limiter.release(decision.subject, decision.lease).catch((error: unknown) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
         });
         if (c.res.status !== 503) await released;
       }
     }
-    // Handlers may return a plain Response that does not carry the headers set above. Set them on it in
-    // place: c.header() on a finished response would copy it into a streamed one, which costs far more.
+    // Set once, on the response as it leaves, whatever made it: a handler's plain Response, c.json, or the
+    // error handler's problem. In place: c.header() on a finished response would copy it into a streamed
+    // one, which costs far more.
     try {
-      for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+      const target = c.res.headers;
+      for (const name in headers) target.set(name, headers[name]!);
     } catch {
-      for (const [name, value] of Object.entries(headers)) c.header(name, value); // immutable headers
+      for (const name in headers) c.header(name, headers[name]); // immutable headers
     }
   };
 }

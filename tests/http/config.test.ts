@@ -14,6 +14,7 @@ t.test('defaults', async (t) => {
     shutdownTimeoutMs: 10_000,
     statementTimeoutMs: 5000,
     poolTimeoutMs: 2000,
+    databasePoolSize: 10,
   });
   t.ok(Object.isFrozen(config));
 });
@@ -35,6 +36,7 @@ t.test('good values', async (t) => {
   t.same(parseConfig({ TRUST_PROXY: '192.0.2.0/255.255.255.0' }).trustProxy.kind, 'addresses', 'a netmask');
   t.equal(parseConfig({ STATEMENT_TIMEOUT_MS: '1500' }).statementTimeoutMs, 1500);
   t.equal(parseConfig({ POOL_TIMEOUT_MS: '250' }).poolTimeoutMs, 250);
+  for (const size of [1, 4, 100]) t.equal(parseConfig({ DATABASE_POOL_SIZE: String(size) }).databasePoolSize, size, `pool of ${size}`);
 });
 
 t.test('bad values stop start-up with a message naming the variable', async (t) => {
@@ -57,6 +59,11 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { STATEMENT_TIMEOUT_MS: '0' },
     { POOL_TIMEOUT_MS: '-1' },
     { POOL_TIMEOUT_MS: '99' },
+    { DATABASE_POOL_SIZE: '0' },
+    { DATABASE_POOL_SIZE: '101' },
+    { DATABASE_POOL_SIZE: 'ten' },
+    { DATABASE_POOL_SIZE: '2.5' },
+    { DATABASE_POOL_SIZE: '-3' },
   ];
   for (const env of bad) {
     const name = Object.keys(env)[0]!;

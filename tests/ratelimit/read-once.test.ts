@@ -1,0 +1,68 @@
+// The query string is read once: the rate limiter's reading, which its cost rule charges, is what the
+// collection handler serves (lib/pagination/serve.ts, `readQuery`); without the limiter the handler reads it.
+import t from 'tap';
+import { buildApp } from '../../lib/http/app.ts';
+import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
+import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { parseQueryString } from '../../lib/pagination/params.ts';
+import { readQuery, serveCollection } from '../../lib/pagination/serve.ts';
+import { testApp } from '../helpers/app.ts';
+import { setTier } from '../helpers/limiter.ts';
+
+const registry = demoRegistry();
+
+t.test('a reading handed to the handler is served as it is; one of another collection is not', async (t) => {
+  const api = await testApp(t, { seed: { products: 30, orders: 30 } });
+  const cursorSecret = await loadCursorSecret(api.database.drizzle, api.config.cursorSecret);
+  const deps = { database: api.database, config: api.config, cursorSecret };
+  const products = registry.get('products')!;
+  const request = new Request('http://test.local/v1/products?limit=10&count=none');
+
+  const read = readQuery(products, parseQueryString('limit=3&count=none'), cursorSecret);
+  const served = await (await serveCollection(request, products, deps, undefined, read)).json();
+  t.equal(served.products.length, 3, 'the reading is served, not the query string read again');
+
+  const foreign = readQuery(registry.get('orders')!, parseQueryString('page-size=3'), cursorSecret);
+  const own = await (await serveCollection(request, products, deps, undefined, foreign)).json();
+  t.equal(own.products.length, 10, 'a reading of another collection is ignored: the query string is read');
+
+  const unread = await (await serveCollection(request, products, deps, undefined)).json();
+  t.equal(unread.products.length, 10, 'no reading: the query string is read');
+});
+
+t.test('with the limiter on, every chunk and every 400 is what the handler serves without it', async (t) => {
+  const api = await testApp(t, { seed: { products: 120, orders: 60, events: 60 }, rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 1_000_000, windowSeconds: 60, concurrency: 100 });
+  const cursorSecret = await loadCursorSecret(api.database.drizzle, api.config.cursorSecret);
+  const unlimited = buildApp({ database: api.database, config: api.config, registry, cursorSecret, rateLimit: false });
+  const paths = [
+    '/v1/products',
+    '/v1/products?page-size=20&sort=priceCents',
+    '/v1/products?limit=7&offset=13&sort=-name&count=estimated',
+    '/v1/products?page=2&page-size=11&category[in]=books,games',
+    '/v1/products?since_id=40&page-size=9',
+    '/v1/orders?page-size=5',
+    '/v1/events?page-size=5',
+    '/v1/products?limit=abc',
+    '/v1/products?limit=1&limit=2',
+    '/v1/products?cursor=forged',
+  ];
+  // Each path, then the next link its chunk gives (a cursor, an offset, a page), where it has one.
+  const queue = [...paths];
+  let followed = 0;
+  while (queue.length > 0) {
+    const path = queue.shift()!;
+    const [limited, plain] = await Promise.all([api.request(path), unlimited.request(`http://test.local${path}`)]);
+    t.equal(limited.status, plain.status, `${path}: same status`);
+    t.equal(limited.headers.get('link'), plain.headers.get('link'), `${path}: same Link header`);
+    const body = await limited.text();
+    t.equal(body, await plain.text(), `${path}: same body`);
+    t.ok(limited.headers.get('x-ratelimit-limit'), `${path}: counted`);
+    const next = limited.status === 200 ? (JSON.parse(body)._links?.next?.href as string | undefined) : undefined;
+    if (next && paths.includes(path)) {
+      queue.push(next.replace(/^http:\/\/test\.local/, ''));
+      followed++;
+    }
+  }
+  t.ok(followed >= 5, `${followed} next links followed`);
+});
