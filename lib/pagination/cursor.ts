@@ -5,7 +5,6 @@ import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import type { Filter } from './filters.ts';
 import {
-  afterPosition,
   boundFilters,
   cursorLinks,
   fetchKeyset,
@@ -93,8 +92,8 @@ export const cursorVariant = defineVariant<CursorPlan>({
   async serve(request, query) {
     const { collection, params } = request;
     const { pageSize } = query;
-    const condition = query.position && afterPosition(collection, query.keys, query.position);
-    const { items, more } = await fetchKeyset(request, query.filters, condition, query.keys, pageSize);
+    const start = query.position && { after: query.position };
+    const { items, more } = await fetchKeyset(request, query.filters, start, query.keys, pageSize);
     const link = cursorLinks(request, request.cursorSecret, pageSize);
     const first: Record<string, number> = { 'page-size': pageSize };
     if (query.sinceId !== undefined) first.since_id = query.sinceId;

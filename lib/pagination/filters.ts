@@ -1,8 +1,8 @@
 // Filters: `{field}` and `{field}[{op}]` parameters, parsed against the registry and turned into SQL.
-import { and, eq, gt, gte, inArray, like, lt, lte, ne, type SQL } from 'drizzle-orm';
+import { and, eq, gt, gte, like, lt, lte, ne, type Placeholder, type SQL, sql } from 'drizzle-orm';
 import { invalidParameter } from '../http/errors.ts';
 import { parseInteger, type QueryParams } from './params.ts';
-import type { Collection, Field, FilterOp } from './registry.ts';
+import type { Collection, Field, FieldType, FilterOp } from './registry.ts';
 import { parseTimestamp, timestampValue } from './timestamps.ts';
 
 export interface Filter {
@@ -76,32 +76,68 @@ function escapeLike(text: string): string {
   return text.replace(/[\\%_]/g, (ch) => `\\${ch}`);
 }
 
-function condition(collection: Collection, filter: Filter): SQL {
+/** The placeholder of the `at`-th filter's value (filters in canonical order). */
+function filterSlot(at: number): Placeholder {
+  return sql.placeholder(`f${at}`);
+}
+
+// `in` takes its values as one array parameter, so the number of values does not make another shape.
+const ARRAY_TYPES: Record<FieldType, string> = { integer: 'int[]', bigint: 'bigint[]', text: 'text[]', timestamp: 'timestamptz[]' };
+
+function condition(collection: Collection, filter: Filter, at: number): SQL {
   const field = collection.fields.get(filter.field)!;
   const column = field.column;
-  const value = (v: string): unknown => (field.type === 'timestamp' ? timestampValue(v) : field.type === 'text' ? v : Number(v));
-  const first = filter.values[0]!;
+  const slot = filterSlot(at);
+  const value = field.type === 'timestamp' ? timestampValue(slot) : slot;
   switch (filter.op) {
     case 'eq':
-      return eq(column, value(first));
+      return eq(column, value);
     case 'ne':
-      return ne(column, value(first));
+      return ne(column, value);
     case 'lt':
-      return lt(column, value(first));
+      return lt(column, value);
     case 'lte':
-      return lte(column, value(first));
+      return lte(column, value);
     case 'gt':
-      return gt(column, value(first));
+      return gt(column, value);
     case 'gte':
-      return gte(column, value(first));
+      return gte(column, value);
     case 'in':
-      return inArray(column, filter.values.map(value));
+      return sql`${column} = any(${slot}::${sql.raw(ARRAY_TYPES[field.type])})`;
     case 'prefix':
-      return like(column, `${escapeLike(first)}%`);
+      return like(column, slot);
   }
 }
 
-/** The WHERE condition of the filters; undefined when there are none. */
+/**
+ * The WHERE condition of the filters, with a placeholder for each filter's value (filterValues gives them);
+ * undefined when there are none. It depends on the filters' fields and operators only, not on their values.
+ */
 export function filterCondition(collection: Collection, filters: readonly Filter[]): SQL | undefined {
-  return and(...filters.map((filter) => condition(collection, filter)));
+  return and(...filters.map((filter, at) => condition(collection, filter, at)));
+}
+
+/** What a filter's operators and fields make of a query's shape (its values aside). */
+export function filtersKey(filters: readonly Filter[]): string {
+  let key = '';
+  for (const filter of filters) key += `${filter.field}[${filter.op}]`;
+  return key;
+}
+
+/** An element of a PostgreSQL array literal, always quoted, so no value is read as NULL or splits the list. */
+function arrayElement(value: string): string {
+  return `"${value.replace(/[\\"]/g, (ch) => `\\${ch}`)}"`;
+}
+
+/** The values of filterCondition's placeholders. */
+export function filterValues(collection: Collection, filters: readonly Filter[], into: Record<string, unknown>): void {
+  filters.forEach((filter, at) => {
+    const type = collection.fields.get(filter.field)!.type;
+    const first = filter.values[0]!;
+    let value: unknown;
+    if (filter.op === 'in') value = `{${filter.values.map(arrayElement).join(',')}}`;
+    else if (filter.op === 'prefix') value = `${escapeLike(first)}%`;
+    else value = type === 'integer' || type === 'bigint' ? Number(first) : first;
+    into[`f${at}`] = value;
+  });
 }

@@ -1,13 +1,14 @@
 // What the keyset variants (cursor, time) share: the "after this position" SQL, the chunk query, bound filters, links.
-import { and, type SQL, sql } from 'drizzle-orm';
+import { and, type Placeholder, type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.ts';
 import { ApiError, invalidCursor } from '../http/errors.ts';
 import { type CursorPayload, encodeCursor } from './cursor-token.ts';
-import { type Filter, filterCondition, filterParam, parseFilters } from './filters.ts';
+import { type Filter, filterCondition, filterParam, filtersKey, filterValues, parseFilters } from './filters.ts';
 import { linkBuilder } from './links.ts';
 import { parseSize } from './params.ts';
 import type { Collection, FieldType, SortKey } from './registry.ts';
-import { orderBy } from './sort.ts';
+import { collectionKey, itemReader, literalLimit, runShape, shapeOf } from './shapes.ts';
+import { orderBy, sortParam } from './sort.ts';
 import { isTimestampText, timestampValue } from './timestamps.ts';
 import type { ChunkRequest, QueryRequest } from './variants.ts';
 
@@ -16,9 +17,9 @@ export type KeyValue = string | number;
 
 export type Item = Record<string, unknown>;
 
-/** A value as it goes into SQL: timestamps as text cast to timestamptz. */
-export function keyLiteral(type: FieldType, value: KeyValue): SQL {
-  return type === 'timestamp' ? timestampValue(value as string) : sql`${value}`;
+/** A value (or its placeholder) as it goes into SQL: timestamps as text cast to timestamptz. */
+export function keyLiteral(type: FieldType, value: KeyValue | Placeholder): SQL {
+  return type === 'timestamp' ? timestampValue(value as string | Placeholder) : sql`${value}`;
 }
 
 /** Whether a value read back from a cursor has the shape its field needs. */
@@ -57,19 +58,25 @@ function past(groups: readonly Group[]): SQL {
   return sql`(${compare(first, true)} or (${sql`${tuple(first.columns)} = ${tuple(first.values)}`} and ${past(rest)}))`;
 }
 
+/** The placeholder of the position's value of the `at`-th sort key. */
+function keySlot(at: number): Placeholder {
+  return sql.placeholder(`k${at}`);
+}
+
 /**
- * Rows strictly after `position` (one value per key) in the order of `keys`. Keys of one direction become
+ * Rows strictly after a position (one value per key, placeholders k0, k1, … that positionValues fills) in the
+ * order of `keys`. Keys of one direction become
  * one row comparison, `(a, id) > (x, y)`, which an index on (a, id) serves. Mixed directions cannot share
  * one row comparison (docs/api.md, "Keyset pagination"): consecutive keys of one direction are grouped and the groups expanded,
  * `a < x or (a = x and (b, id) > (y, z))`, with the non-strict `a <= x` in front so an index on the
  * first key still bounds the scan.
  */
-export function afterPosition(collection: Collection, keys: readonly SortKey[], position: readonly KeyValue[]): SQL {
+function afterPosition(collection: Collection, keys: readonly SortKey[]): SQL {
   const groups: Group[] = [];
   keys.forEach((key, at) => {
     const field = collection.fields.get(key.field)!;
     const column = sql`${field.column}`;
-    const value = keyLiteral(field.type, position[at]!);
+    const value = keyLiteral(field.type, keySlot(at));
     const last = groups.at(-1);
     if (last && last.descending === key.descending) {
       last.columns.push(column);
@@ -82,25 +89,66 @@ export function afterPosition(collection: Collection, keys: readonly SortKey[], 
   return sql`(${compare(groups[0]!, false)} and ${past(groups)})`;
 }
 
+/** The values of a position, for afterPosition's placeholders. */
+function positionValues(position: readonly KeyValue[], into: Record<string, unknown>): void {
+  position.forEach((value, at) => {
+    into[`k${at}`] = value;
+  });
+}
+
 /** The values of every sort key of an item: the position a cursor carries. */
 export function positionOf(item: Item, keys: readonly SortKey[]): KeyValue[] {
   return keys.map((key) => item[key.field] as KeyValue);
 }
 
-/** The chunk query: filters and position, ordered by the keys, one row more than the page. */
+/**
+ * Where a keyset chunk starts: strictly after a position (one value per sort key), or past a bound on the
+ * first key alone (the time variant's `before` and `after`, which sit between items).
+ */
+export type KeysetStart = { readonly after: readonly KeyValue[] } | { readonly bound: '<' | '<=' | '>' | '>='; readonly value: KeyValue };
+
+/** What a start makes of the query's shape: none, a position, or a bound and its operator. */
+function startKey(start: KeysetStart | undefined): string {
+  return start === undefined ? '' : 'after' in start ? 'a' : start.bound;
+}
+
+function startCondition(collection: Collection, keys: readonly SortKey[], start: KeysetStart | undefined): SQL | undefined {
+  if (start === undefined) return undefined;
+  if ('after' in start) return afterPosition(collection, keys);
+  const field = collection.fields.get(keys[0]!.field)!;
+  return sql`${field.column} ${sql.raw(start.bound)} ${keyLiteral(field.type, keySlot(0))}`;
+}
+
+/**
+ * The chunk query of a shape: the filters (placeholders f0, f1, …) and the start (k0, k1, …), ordered by
+ * the keys, one row more than the page (a literal: with a LIMIT parameter PostgreSQL prices a generic plan
+ * for a tenth of the table and plans every call anew).
+ */
 export function keysetQuery(
   database: Database,
   collection: Collection,
-  where: readonly (SQL | undefined)[],
+  filters: readonly Filter[],
   keys: readonly SortKey[],
+  start: KeysetStart | undefined,
   pageSize: number,
 ) {
   return database.drizzle
     .select(collection.selection)
     .from(collection.table)
-    .where(and(...where))
+    .where(and(filterCondition(collection, filters), startCondition(collection, keys, start)))
     .orderBy(...orderBy(collection, keys))
-    .limit(pageSize + 1);
+    .limit(literalLimit(pageSize + 1));
+}
+
+/** The values of keysetQuery's placeholders. */
+export function keysetValues(collection: Collection, filters: readonly Filter[], start: KeysetStart | undefined): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  filterValues(collection, filters, values);
+  if (start !== undefined) {
+    if ('after' in start) positionValues(start.after, values);
+    else values.k0 = start.value;
+  }
+  return values;
 }
 
 export interface KeysetChunk {
@@ -112,14 +160,19 @@ export interface KeysetChunk {
 export async function fetchKeyset(
   request: ChunkRequest,
   filters: readonly Filter[],
-  condition: SQL | undefined,
+  start: KeysetStart | undefined,
   keys: readonly SortKey[],
   pageSize: number,
 ): Promise<KeysetChunk> {
   const { collection, database } = request;
-  const rows: Item[] = await keysetQuery(database, collection, [filterCondition(collection, filters), condition], keys, pageSize);
+  const key = `${collectionKey(collection)}|k|${filtersKey(filters)}|${sortParam(keys)}|${startKey(start)}|${pageSize}`;
+  const shape = shapeOf(database, key, () => keysetQuery(database, collection, filters, keys, start, pageSize));
+  const rows = await runShape(database, shape, keysetValues(collection, filters, start));
   const more = rows.length > pageSize;
-  return { items: more ? rows.slice(0, pageSize) : rows, more };
+  const read = itemReader(collection);
+  const items: Item[] = [];
+  for (let at = 0; at < rows.length && at < pageSize; at++) items.push(read(rows[at]!));
+  return { items, more };
 }
 
 /** `page-size`: the collection's default, or 1 … its max. It may change from one chunk to the next. */

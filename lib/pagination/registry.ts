@@ -1,7 +1,7 @@
 // The collection registry: one declaration per collection drives validation, SQL, links and cost.
 import type { SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
-import { timestampText } from './timestamps.ts';
+import { epochSeconds } from './timestamps.ts';
 
 export type VariantName = 'offset' | 'page' | 'cursor' | 'time';
 export type FilterOp = 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'in' | 'prefix';
@@ -56,7 +56,7 @@ export interface Field {
   readonly name: string;
   readonly column: AnyPgColumn;
   readonly type: FieldType;
-  /** What the item selects: timestamps as RFC 3339 text with six fractional digits. */
+  /** What the item selects: the column, or for a timestamp its exact epoch seconds (epochSeconds), which items print in JS. */
   readonly selection: AnyPgColumn | SQL.Aliased;
 }
 
@@ -76,7 +76,7 @@ export function defineCollection(declaration: CollectionDeclaration): Collection
   const fields = new Map<string, Field>();
   const selection: Record<string, AnyPgColumn | SQL.Aliased> = {};
   for (const [name, { column, type }] of Object.entries(declaration.fields)) {
-    const select = type === 'timestamp' ? timestampText(column).as(name) : column;
+    const select = type === 'timestamp' ? epochSeconds(column).as(name) : column;
     fields.set(name, { name, column, type, selection: select });
     selection[name] = select;
   }

@@ -1,18 +1,16 @@
 // Time-based pagination (docs/api.md, "Keyset pagination"): `before` moves to older items, `after` to newer ones, by timestamp and id.
-import { type SQL, sql } from 'drizzle-orm';
 import { invalidCursor } from '../http/errors.ts';
 import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import type { Filter } from './filters.ts';
 import {
-  afterPosition,
   boundFilters,
   cursorLinks,
   fetchKeyset,
   filtersPayload,
   type Item,
   isKeyValue,
-  keyLiteral,
+  type KeysetStart,
   parsePageSize,
 } from './keyset.ts';
 import type { Links } from './links.ts';
@@ -54,15 +52,14 @@ function keysOf(collection: Collection, direction: Direction): SortKey[] {
 }
 
 /** Items strictly past the position in the direction. */
-function positionCondition(collection: Collection, query: TimeQuery): SQL | undefined {
+function startOf(query: TimeQuery): KeysetStart | undefined {
   const { direction, position } = query;
   if (position === null) return undefined;
-  if (typeof position.i === 'number') return afterPosition(collection, keysOf(collection, direction), [position.t, position.i]);
+  if (typeof position.i === 'number') return { after: [position.t, position.i] };
   // "-" sits before the timestamp's items, "+" after them: older than "+" includes them, newer than "-" too.
   const inclusive = direction === 'older' ? position.i === '+' : position.i === '-';
-  const op = direction === 'older' ? (inclusive ? '<=' : '<') : inclusive ? '>=' : '>';
-  const column = collection.fields.get(timeField(collection))!.column;
-  return sql`${column} ${sql.raw(op)} ${keyLiteral('timestamp', position.t)}`;
+  const bound = direction === 'older' ? (inclusive ? '<=' : '<') : inclusive ? '>=' : '>';
+  return { bound, value: position.t };
 }
 
 /**
@@ -149,7 +146,7 @@ export const timeVariant = defineVariant<TimePlan>({
     const { collection } = request;
     const { pageSize } = query;
     const keys = keysOf(collection, query.direction);
-    const chunk = await fetchKeyset(request, query.filters, positionCondition(collection, query), keys, pageSize);
+    const chunk = await fetchKeyset(request, query.filters, startOf(query), keys, pageSize);
     return chunkResponse(collection.name, { pageSize }, chunk.items, linksOf(request, query, chunk, pageSize));
   },
 });

@@ -1,20 +1,77 @@
 // Timestamps, one home: RFC 3339 UTC with exactly six fractional digits in every item, cursor and link,
-// formatted and compared by PostgreSQL from text, so no microsecond is lost to a JS Date.
-import { type SQL, sql } from 'drizzle-orm';
+// exact to the microsecond: items read them from PostgreSQL as exact decimal seconds and print them here;
+// filters and positions go back as text that PostgreSQL casts, so no JS Date ever holds one.
+import { type Placeholder, type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { invalidParameter } from '../http/errors.ts';
 
-/** RFC 3339 UTC with exactly six fractional digits, formatted by PostgreSQL (no JS Date). */
+/**
+ * RFC 3339 UTC with exactly six fractional digits, formatted by PostgreSQL (no JS Date). The operator API's
+ * few timestamps use it; collection items print theirs with formatEpoch, which costs PostgreSQL less.
+ */
 export function timestampText(column: AnyPgColumn | SQL): SQL {
   return sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 }
 
-/** A timestamp as it goes into SQL: the text (as parseTimestamp or timestampText write it) cast to timestamptz. */
-export function timestampValue(text: string): SQL {
+/**
+ * What an item selects for a timestamp: its seconds since 1970-01-01T00:00:00Z as an exact decimal with six
+ * fractional digits ("1735689600.123456", "-62135596800.000000"; PostgreSQL 14 and later), which formatEpoch
+ * prints. Unlike the timestamptz text, it does not depend on the session's TimeZone or DateStyle.
+ */
+export function epochSeconds(column: AnyPgColumn | SQL): SQL<string> {
+  return sql<string>`extract(epoch from ${column})`;
+}
+
+// "00" … "99": two-digit fields without padStart.
+const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => (n < 10 ? `0${n}` : `${n}`));
+const EPOCH_TEXT = /^(-?)(\d{1,12})\.(\d{6})$/;
+
+/**
+ * An instant, as epochSeconds selects it, printed as RFC 3339 UTC with six fractional digits, exactly (integer
+ * arithmetic on the seconds, the microseconds copied as digits). Undefined for what RFC 3339 cannot print
+ * (years before 1 or after 9999, ±infinity) and for text of any other form: the caller decides what that means.
+ */
+export function formatEpoch(text: string): string | undefined {
+  const m = EPOCH_TEXT.exec(text);
+  if (m === null) return undefined;
+  let seconds = Number(m[2]);
+  let micros = m[3]!;
+  if (m[1] === '-') {
+    // -12.250000 is 13 seconds before the epoch plus 750000 microseconds.
+    seconds = -seconds;
+    if (micros !== '000000') {
+      seconds -= 1;
+      micros = String(1_000_000 - Number(micros)).padStart(6, '0');
+    }
+  }
+  const days = Math.floor(seconds / 86_400);
+  const second = seconds - days * 86_400;
+  // The civil date of a day count (Howard Hinnant's civil_from_days), in the proleptic Gregorian calendar.
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  if (year < 1 || year > 9999) return undefined;
+  const hour = Math.floor(second / 3600);
+  const minute = Math.floor((second - hour * 3600) / 60);
+  const yyyy = year >= 1000 ? String(year) : String(year).padStart(4, '0');
+  return `${yyyy}-${TWO_DIGITS[month]}-${TWO_DIGITS[day]}T${TWO_DIGITS[hour]}:${TWO_DIGITS[minute]}:${TWO_DIGITS[second % 60]}.${micros}Z`;
+}
+
+/**
+ * A timestamp as it goes into SQL: the text (as parseTimestamp or formatEpoch write it), or the placeholder
+ * of one, cast to timestamptz.
+ */
+export function timestampValue(text: string | Placeholder): SQL {
   return sql`${text}::timestamptz`;
 }
 
-// Timestamps are carried as text (RFC 3339, six fractional digits, as the registry selects them or as
+// Timestamps are carried as text (RFC 3339, six fractional digits, as formatEpoch prints them or as
 // parseTimestamp normalises them) and compared in SQL after a cast, so no microsecond is lost.
 const TIMESTAMP_TEXT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(?:Z|[+-]\d{2}:\d{2})$/;
 

@@ -3,7 +3,15 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import t from 'tap';
 import { products } from '../../db/schema.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
-import { filterCondition, filterParam, isFilterName, MAX_IN_VALUES, parseFilters } from '../../lib/pagination/filters.ts';
+import {
+  filterCondition,
+  filterParam,
+  filtersKey,
+  filterValues,
+  isFilterName,
+  MAX_IN_VALUES,
+  parseFilters,
+} from '../../lib/pagination/filters.ts';
 import { defineCollection, type FilterOp } from '../../lib/pagination/registry.ts';
 import { invalidParameter, problemOf } from '../helpers/problem.ts';
 
@@ -183,7 +191,7 @@ t.test('timestamp and bigint fields, on a collection beyond the demo ones', asyn
   );
 });
 
-t.test('the SQL of the filters: parameters bound, LIKE prefixes escaped, nothing for no filter', async (t) => {
+t.test('the SQL of the filters: a placeholder per filter, values apart, LIKE prefixes escaped, nothing for no filter', async (t) => {
   const products = registry.get('products')!;
   t.equal(filterCondition(products, []), undefined);
   const filters = parse('products', [
@@ -191,12 +199,36 @@ t.test('the SQL of the filters: parameters bound, LIKE prefixes escaped, nothing
     ['name[prefix]', '50%_off\\'],
     ['priceCents[lte]', '0100'],
   ]);
-  t.same(dialect.sqlToQuery(filterCondition(products, filters)!), {
-    sql: '("products"."category" in ($1, $2) and "products"."name" like $3 and "products"."price_cents" <= $4)',
-    params: ['books', 'toys', '50\\%\\_off\\\\%', 100],
-    typings: ['none', 'none', 'none', 'none'],
-  });
+  const query = dialect.sqlToQuery(filterCondition(products, filters)!);
+  t.equal(
+    query.sql,
+    '("products"."category" = any($1::text[]) and "products"."name" like $2 and "products"."price_cents" <= $3)',
+    'one array parameter for in, whatever the number of values',
+  );
+  t.same(
+    query.params.map((param) => (param as { name: string }).name),
+    ['f0', 'f1', 'f2'],
+  );
+  const values: Record<string, unknown> = {};
+  filterValues(products, filters, values);
+  t.same(values, { f0: '{"books","toys"}', f1: '50\\%\\_off\\\\%', f2: 100 });
+  // Other values, the same SQL: the shape depends on the fields and operators only.
+  const other = parse('products', [
+    ['category[in]', 'a,b,c,d'],
+    ['name[prefix]', 'x'],
+    ['priceCents[lte]', '5'],
+  ]);
+  t.equal(dialect.sqlToQuery(filterCondition(products, other)!).sql, query.sql);
+  t.equal(filtersKey(other), filtersKey(filters));
+  t.not(filtersKey(parse('products', [['priceCents[lt]', '5']])), filtersKey(parse('products', [['priceCents[lte]', '5']])));
   const orders = registry.get('orders')!;
   const one = dialect.sqlToQuery(filterCondition(orders, parse('orders', [['totalCents[gt]', '-5']]))!);
-  t.same([one.sql, one.params], ['"orders"."total_cents" > $1', [-5]]);
+  t.equal(one.sql, '"orders"."total_cents" > $1');
+  const some: Record<string, unknown> = {};
+  filterValues(orders, parse('orders', [['totalCents[gt]', '-5']]), some);
+  t.same(some, { f0: -5 });
+  // Array elements are quoted and escaped: no value reads as NULL, splits the list or ends the literal.
+  const odd: Record<string, unknown> = {};
+  filterValues(orders, parse('orders', [['status[in]', 'NULL,a"b,c\\d,{e} f']]), odd);
+  t.same(odd, { f0: '{"NULL","a\\"b","c\\\\d","{e} f"}' });
 });

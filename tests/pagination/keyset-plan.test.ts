@@ -1,11 +1,13 @@
-// Keyset chunks deep in a collection are served by an index scan, with no sort over the table (EXPLAIN).
-import { eq } from 'drizzle-orm';
+// Keyset chunks deep in a collection are served by an index scan, with no sort over the table (EXPLAIN), in the
+// plan for the values and in the generic plan of the shape, which a prepared statement may use for any values.
+import { eq, type Placeholder } from 'drizzle-orm';
 import t from 'tap';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
-import { filterCondition, parseFilters } from '../../lib/pagination/filters.ts';
-import { afterPosition, keysetQuery, positionOf } from '../../lib/pagination/keyset.ts';
+import { parseFilters } from '../../lib/pagination/filters.ts';
+import { keysetQuery, keysetValues, positionOf } from '../../lib/pagination/keyset.ts';
 import { splitSort } from '../../lib/pagination/registry.ts';
 import { withTieBreaker } from '../../lib/pagination/sort.ts';
+import { formatEpoch } from '../../lib/pagination/timestamps.ts';
 import { testApp } from '../helpers/app.ts';
 
 interface PlanNode {
@@ -64,31 +66,46 @@ t.test('a deep keyset chunk is an index scan with no sort', async (t) => {
     ];
     const depth = Math.floor(n * 0.75);
     const [deep] = await app.database.sql.unsafe(`select id from ${c.collection} where ${where} order by ${order} limit 1 offset ${depth}`);
-    const [item] = await app.database.drizzle
+    const [row] = await app.database.drizzle
       .select(collection.selection)
       .from(collection.table)
       .where(eq(collection.fields.get('id')!.column, Number(deep!.id)));
-    const position = positionOf(item!, keys);
-    const query = keysetQuery(
-      app.database,
-      collection,
-      [filterCondition(collection, filters), afterPosition(collection, keys, position)],
-      keys,
-      20,
-    ).toSQL();
-    const [row] = await app.database.sql.unsafe(`explain (format json) ${query.sql}`, query.params as never[]);
-    const plan = (row!['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan;
-    const all = nodes(plan);
+    // The item as the service prints it: timestamps from their epoch seconds.
+    const item = Object.fromEntries(
+      Object.entries(row!).map(([name, value]) => [
+        name,
+        collection.fields.get(name)!.type === 'timestamp' ? formatEpoch(value as string) : value,
+      ]),
+    );
+    const start = { after: positionOf(item, keys) };
+    const query = keysetQuery(app.database, collection, filters, keys, start, 20).toSQL();
+    const values = keysetValues(collection, filters, start);
+    const params = query.params.map((param) => values[(param as Placeholder).name]);
     const label = `${c.collection} sort=${c.sort} ${JSON.stringify(c.filters)} at ${depth} of ${n}`;
-    t.ok(
-      all.some((node) => /Index (Only )?Scan/.test(node['Node Type']) && c.index.split('|').includes(node['Index Name'] ?? '')),
-      `${label}: scans ${c.index} (${all.map((node) => `${node['Node Type']}${node['Index Name'] ? ` ${node['Index Name']}` : ''}`).join(' > ')})`,
-    );
-    t.notOk(
-      all.some((node) => /Sort|Seq Scan/.test(node['Node Type'])),
-      `${label}: no sort and no sequential scan`,
-    );
-    const rows = await app.database.sql.unsafe(query.sql, query.params as never[]);
+    const check = (plan: PlanNode, which: string) => {
+      const all = nodes(plan);
+      t.ok(
+        all.some((node) => /Index (Only )?Scan/.test(node['Node Type']) && c.index.split('|').includes(node['Index Name'] ?? '')),
+        `${label}, ${which}: scans ${c.index} (${all.map((node) => `${node['Node Type']}${node['Index Name'] ? ` ${node['Index Name']}` : ''}`).join(' > ')})`,
+      );
+      t.notOk(
+        all.some((node) => /Sort|Seq Scan/.test(node['Node Type'])),
+        `${label}, ${which}: no sort and no sequential scan`,
+      );
+    };
+    const [custom] = await app.database.sql.unsafe(`explain (format json) ${query.sql}`, params as never[]);
+    check((custom!['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan, 'plan for the values');
+    // The generic plan: the statement prepared in SQL, explained with plan_cache_mode forcing it.
+    const literal = (value: unknown) => (typeof value === 'number' ? String(value) : `'${String(value).replace(/'/g, "''")}'`);
+    const generic = await app.database.sql.begin(async (tx) => {
+      await tx.unsafe('set local plan_cache_mode = force_generic_plan');
+      await tx.unsafe(`prepare shape as ${query.sql}`);
+      const [explained] = await tx.unsafe(`explain (format json) execute shape(${params.map(literal).join(', ')})`);
+      await tx.unsafe('deallocate shape');
+      return (explained!['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan;
+    });
+    check(generic, 'generic plan');
+    const rows = await app.database.sql.unsafe(query.sql, params as never[]);
     t.equal(rows.length, Math.min(21, n - depth - 1), `${label}: one row more than the page, or what is left`);
   }
 });

@@ -9,7 +9,7 @@ import { ApiError } from '../../lib/http/errors.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { keyLiteral } from '../../lib/pagination/keyset.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
-import { parseTimestamp } from '../../lib/pagination/timestamps.ts';
+import { formatEpoch, parseTimestamp } from '../../lib/pagination/timestamps.ts';
 import { testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
 
@@ -182,3 +182,72 @@ t.test('offsets of ±16:00 to ±23:59 are a 400 that says the range', async (t) 
     t.equal((await api.request(`/v1/events?after=${encodeURIComponent(value)}`)).status, 200, value);
   }
 });
+
+// Items print timestamps in JS (formatEpoch over extract(epoch …)); before, PostgreSQL printed them with to_char.
+const TO_CHAR = `to_char(t at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+const PRINTABLE = `t >= '0001-01-01T00:00:00Z' and t < '10000-01-01T00:00:00Z'`;
+
+t.test(
+  'formatEpoch prints byte for byte what to_char printed, in any session time zone; nothing for what RFC 3339 cannot print',
+  async (t) => {
+    const db = await testDatabase(t);
+    const zones = ['UTC', 'America/St_Johns', 'Pacific/Kiritimati', 'Europe/Amsterdam'];
+    const clients = zones.map((zone) => postgres(db.url, { max: 1, onnotice: () => {}, connection: { TimeZone: zone } }));
+    t.teardown(() => Promise.all(clients.map((client) => client.end())));
+    type Row = { epoch: string; printed: string | null; printable: boolean };
+    const compare = (rows: Row[]) =>
+      rows.every((row) => (row.printable ? formatEpoch(row.epoch) === row.printed : formatEpoch(row.epoch) === undefined));
+    // A sweep of the whole range, one query: every 36 days, 1 hour and 1.000001 s from year 1 to 9999 (about 100,000
+    // instants, every year, leap days and century years among them, all hours and many microsecond values).
+    const sweep = (await clients[1]!.unsafe(
+      `select extract(epoch from t)::text as epoch, ${TO_CHAR} as printed, ${PRINTABLE} as printable
+     from generate_series('0001-01-01T00:00:00Z'::timestamptz, '9999-12-31T23:59:59.999999Z', interval '36 days 1 hour 1.000001 second') as t`,
+    )) as unknown as Row[];
+    t.ok(sweep.length > 99_000, `${sweep.length} instants`);
+    const wrong = sweep.filter((row) => formatEpoch(row.epoch) !== row.printed);
+    t.same(wrong.slice(0, 5), [], 'the sweep prints identically');
+    // The edges, and what the constraints refuse (guarded anyway: undefined, never a wrong instant).
+    const edges = [
+      '0001-01-01T00:00:00Z',
+      '0001-01-01T00:00:00.000001Z',
+      '0001-12-31T23:59:59.999999Z',
+      '1969-12-31T23:59:59.999999Z',
+      '1970-01-01T00:00:00Z',
+      '1970-01-01T00:00:00.000001Z',
+      '2000-02-29T12:00:00.5Z',
+      '2100-03-01T00:00:00Z',
+      '9999-12-31T23:59:59.999999Z',
+      '0001-01-01T00:00:00+00:01',
+      '0001-12-31 23:59:59.999999+00 BC',
+      '0044-03-15 12:00:00+00 BC',
+      '10000-01-01T00:00:00Z',
+      '9999-12-31T23:59:59.999999-00:01',
+      '294276-12-31 23:59:59+00',
+      'infinity',
+      '-infinity',
+    ];
+    for (const [at, client] of clients.entries()) {
+      const rows = (await client.unsafe(
+        `select extract(epoch from t)::text as epoch, ${TO_CHAR} as printed, ${PRINTABLE} as printable from unnest($1::timestamptz[]) as t`,
+        [`{${edges.map((edge) => `"${edge}"`).join(',')}}`],
+      )) as unknown as Row[];
+      t.equal(rows.filter((row) => !row.printable).length, 8, `${zones[at]}: eight edges RFC 3339 cannot print`);
+      t.ok(compare(rows), `${zones[at]}: the edges (${rows.map((row) => formatEpoch(row.epoch) ?? `(${row.epoch})`).join(', ')})`);
+    }
+    // Random instants written as RFC 3339 with any offset, 500 to a query, in every session time zone.
+    let printable = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(parts, { minLength: 500, maxLength: 500 }), fc.nat(zones.length - 1), async (batch, zone) => {
+        const texts = batch.map(text).filter((value) => !(accepted('after', value) instanceof ApiError));
+        const rows = (await clients[zone]!.unsafe(
+          `select extract(epoch from t)::text as epoch, ${TO_CHAR} as printed, ${PRINTABLE} as printable from unnest($1::text[]) as s, cast(s as timestamptz) as t`,
+          [`{${texts.map((value) => `"${value}"`).join(',')}}`],
+        )) as unknown as Row[];
+        printable += rows.filter((row) => row.printable).length;
+        return rows.length === texts.length && compare(rows);
+      }),
+      { numRuns: 150 },
+    );
+    t.ok(printable > 15_000, `${printable} random instants printed identically`);
+  },
+);

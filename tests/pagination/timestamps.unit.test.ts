@@ -1,7 +1,7 @@
 // RFC 3339 timestamps, without a database: what parseTimestamp takes and how it normalises it, and isTimestampText.
 import fc from 'fast-check';
 import t from 'tap';
-import { isTimestampText, parseTimestamp } from '../../lib/pagination/timestamps.ts';
+import { formatEpoch, isTimestampText, parseTimestamp } from '../../lib/pagination/timestamps.ts';
 import { invalidParameter, problemOf } from '../helpers/problem.ts';
 
 const FORMAT = 'must be an RFC 3339 timestamp with at most six fractional digits, e.g. 2026-11-21T10:00:00.123456Z';
@@ -171,5 +171,64 @@ t.test('property: accepted exactly when the fields are a real instant; normalise
       }),
       { numRuns: 3000 },
     ),
+  );
+});
+
+t.test('formatEpoch: exact decimal epoch seconds to RFC 3339 UTC, six fractional digits; undefined where RFC 3339 ends', async (t) => {
+  const cases: [string, string | undefined][] = [
+    ['0.000000', '1970-01-01T00:00:00.000000Z'],
+    ['-0.000001', '1969-12-31T23:59:59.999999Z'],
+    ['-1.000000', '1969-12-31T23:59:59.000000Z'],
+    ['-1.500000', '1969-12-31T23:59:58.500000Z'],
+    ['-86400.000000', '1969-12-31T00:00:00.000000Z'],
+    ['-86399.999999', '1969-12-31T00:00:00.000001Z'],
+    ['1735689600.123456', '2025-01-01T00:00:00.123456Z'],
+    ['951782400.000000', '2000-02-29T00:00:00.000000Z'],
+    ['-2203891200.000000', '1900-03-01T00:00:00.000000Z'],
+    ['-11670998400.000000', '1600-02-29T00:00:00.000000Z'],
+    ['-30610224000.000000', '1000-01-01T00:00:00.000000Z'],
+    ['-62135596800.000000', '0001-01-01T00:00:00.000000Z'],
+    ['-62135596799.999999', '0001-01-01T00:00:00.000001Z'],
+    ['253402300799.999999', '9999-12-31T23:59:59.999999Z'],
+    // Past RFC 3339's years, and what is not an exact epoch at all: the caller decides (a 500, never a wrong instant).
+    ['-62135596800.000001', undefined],
+    ['-62135596801.000000', undefined],
+    ['253402300800.000000', undefined],
+    ['9224318016000.000000', undefined],
+    ['Infinity', undefined],
+    ['-Infinity', undefined],
+    ['NaN', undefined],
+    ['1735689600.12346', undefined],
+    ['1735689600', undefined],
+    ['1735689600.1234567', undefined],
+    ['+1.000000', undefined],
+    ['', undefined],
+  ];
+  for (const [text, printed] of cases) t.equal(formatEpoch(text), printed, text || '(empty)');
+});
+
+t.test('formatEpoch against an independent oracle: BigInt microseconds and Date.UTC, for every second of year 1 to 9999', async () => {
+  const min = -62135596800n;
+  const max = 253402300799n;
+  // Date holds milliseconds exactly; the oracle prints the second with Date and appends the microseconds.
+  const oracle = (seconds: bigint, micros: number) => {
+    const date = new Date(Number(seconds) * 1000);
+    const year = date.getUTCFullYear();
+    const iso = date.toISOString();
+    const rest = iso.slice(iso.indexOf('-', year < 0 || year > 9999 ? 1 : 0));
+    return `${String(year).padStart(4, '0')}${rest.slice(0, 15)}.${String(micros).padStart(6, '0')}Z`;
+  };
+  const epochText = (seconds: bigint, micros: number) => {
+    // The way PostgreSQL prints extract(epoch …): sign, integer seconds, six digits; the value is seconds + micros / 1e6.
+    const total = seconds * 1_000_000n + BigInt(micros);
+    const negative = total < 0n;
+    const abs = negative ? -total : total;
+    return `${negative ? '-' : ''}${abs / 1_000_000n}.${String(abs % 1_000_000n).padStart(6, '0')}`;
+  };
+  fc.assert(
+    fc.property(fc.bigInt({ min, max }), fc.integer({ min: 0, max: 999_999 }), (seconds, micros) => {
+      return formatEpoch(epochText(seconds, micros)) === oracle(seconds, micros);
+    }),
+    { numRuns: 20_000 },
   );
 });

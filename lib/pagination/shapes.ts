@@ -1,0 +1,178 @@
+// Prepared queries per shape: each query is written with Drizzle once per shape (what varies with a request
+// but not with its values: collection, kind, filter fields and operators, sort, position present or not, page
+// size), with placeholders for every value, kept in a bounded cache, and run as a named statement on the
+// server, which PostgreSQL parses once per connection and may plan once (a generic plan). Rows come back as
+// arrays, read by position: no Drizzle work per request (docs/operations.md, "Prepared statements").
+import { is, Placeholder, sql } from 'drizzle-orm';
+import type { Sql } from 'postgres';
+import type { Database } from '../../db/client.ts';
+import type { Collection } from './registry.ts';
+import { formatEpoch } from './timestamps.ts';
+
+/** A map that keeps the `max` entries used last: a read moves its entry to the end, an insert drops the first. */
+export class Lru<K, V> {
+  private readonly entries = new Map<K, V>();
+  private readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get(key: K): V | undefined {
+    const value = this.entries.get(key);
+    if (value !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: K, value: V): void {
+    this.entries.delete(key);
+    this.entries.set(key, value);
+    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as K);
+  }
+}
+
+/** A query of one shape: its SQL text, and the placeholder that fills each of its parameters ($1 is slots[0]). */
+export interface Shape {
+  readonly text: string;
+  readonly slots: readonly string[];
+  /**
+   * Whether it runs as a named statement, parsed once per connection; past the cap on named statements it
+   * runs as an unnamed one, parsed and planned on every call.
+   */
+  readonly named: boolean;
+}
+
+/** Shapes built and kept per pool. */
+export const SHAPE_CACHE_SIZE = 500;
+/**
+ * The most shapes ever named on one pool, so each of its connections holds at most this many prepared
+ * statements (about 25 KB of backend memory each, generic plan included: 12 MB a connection). postgres.js
+ * keeps a connection's statements as long as the connection, and a client can ask for many shapes (every
+ * page size, sort and filter combination), so a shape evicted from the cache keeps its name and a shape past
+ * the cap runs unnamed: as fast as a query built anew, minus the building.
+ */
+export const NAMED_SHAPES = 500;
+
+interface PoolShapes {
+  readonly built: Lru<string, Shape>;
+  readonly named: Set<string>;
+}
+
+// Statements are prepared per connection, so shapes are kept per pool; a pool that is gone takes its shapes.
+const pools = new WeakMap<Sql, PoolShapes>();
+// Collections are told apart by identity: two registries may name different collections alike.
+const collectionIds = new WeakMap<Collection, number>();
+let nextCollectionId = 0;
+
+/** A key prefix unique to the collection object, for shape keys. */
+export function collectionKey(collection: Collection): number {
+  let id = collectionIds.get(collection);
+  if (id === undefined) {
+    id = nextCollectionId++;
+    collectionIds.set(collection, id);
+  }
+  return id;
+}
+
+/**
+ * A LIMIT written into the SQL text, for Drizzle's `.limit()`, which binds a number as a parameter: with
+ * `LIMIT $n` PostgreSQL prices a generic plan for a tenth of the table, finds it dearer than a plan for the
+ * value, and plans every call anew. Drizzle writes an SQL object as it is (its type says number only).
+ */
+export function literalLimit(rows: number): number {
+  if (!Number.isSafeInteger(rows) || rows < 0) throw new Error(`Not a row count: ${rows}`);
+  return sql.raw(String(rows)) as unknown as number;
+}
+
+/** What a Drizzle query builder turns into: SQL text with $n parameters. */
+interface Built {
+  toSQL(): { sql: string; params: unknown[] };
+}
+
+function slotsOf(params: readonly unknown[], text: string): string[] {
+  return params.map((param) => {
+    // A value written into a shape would make the shape depend on it: every value must be a placeholder.
+    if (!is(param, Placeholder)) throw new Error(`A shape's parameter is not a placeholder: ${text}`);
+    return param.name;
+  });
+}
+
+/**
+ * The shape under `key` on this database's pool, built by `build` (a Drizzle query with placeholders) the
+ * first time, or again once the cache dropped it. `key` must say everything `build` depends on.
+ */
+export function shapeOf(database: Database, key: string, build: () => Built): Shape {
+  let pool = pools.get(database.sql);
+  if (pool === undefined) {
+    pool = { built: new Lru(SHAPE_CACHE_SIZE), named: new Set() };
+    pools.set(database.sql, pool);
+  }
+  const cached = pool.built.get(key);
+  if (cached !== undefined) return cached;
+  const query = build().toSQL();
+  const named = pool.named.has(key) || pool.named.size < NAMED_SHAPES;
+  if (named) pool.named.add(key);
+  const shape: Shape = { text: query.sql, slots: slotsOf(query.params, query.sql), named };
+  pool.built.set(key, shape);
+  return shape;
+}
+
+/** Runs a shape with its placeholders' values; rows as arrays, columns in the order the shape selects them. */
+export function runShape(database: Database, shape: Shape, values: Readonly<Record<string, unknown>>): Promise<unknown[][]> {
+  const params = shape.slots.map((name) => values[name]);
+  // postgres.js sends a query without parameters over the simple protocol, which prepares nothing, unless told
+  // `simple: false` (an option its types leave out).
+  const options = { prepare: shape.named, simple: false } as { prepare: boolean };
+  return database.sql.unsafe(shape.text, params as never[], options).values() as Promise<unknown[][]>;
+}
+
+type Item = Record<string, unknown>;
+
+/** A row of a collection's items, as arrays in the order of its fields, to an item. */
+type ItemReader = (row: readonly unknown[]) => Item;
+
+const readers = new WeakMap<Collection, ItemReader>();
+
+/**
+ * A timestamp that RFC 3339 cannot print (±infinity, BC, a year past 9999): the constraints of the demo
+ * tables refuse them (docs/operations.md, "Timestamps in the tables"); a collection over a table without
+ * them fails the request (a 500, logged) rather than print a wrong instant or a cursor no one can follow.
+ */
+class UnprintableTimestamp extends Error {
+  constructor(collection: string, field: string, text: unknown) {
+    super(`${collection}.${field} holds a timestamp RFC 3339 cannot print (epoch seconds ${String(text)})`);
+    this.name = 'UnprintableTimestamp';
+  }
+}
+
+/** Reads rows that select the collection's fields in order: timestamps (as epochSeconds selects them) printed. */
+export function itemReader(collection: Collection): ItemReader {
+  let reader = readers.get(collection);
+  if (reader !== undefined) return reader;
+  const fields = [...collection.fields.values()];
+  const names = fields.map((field) => field.name);
+  const stamps = fields.map((field) => field.type === 'timestamp');
+  reader = (row) => {
+    const item: Item = {};
+    for (let at = 0; at < names.length; at++) {
+      const value = row[at];
+      if (stamps[at] && value !== null) {
+        const text = formatEpoch(value as string);
+        if (text === undefined) throw new UnprintableTimestamp(collection.name, names[at]!, value);
+        item[names[at]!] = text;
+      } else {
+        item[names[at]!] = value;
+      }
+    }
+    return item;
+  };
+  readers.set(collection, reader);
+  return reader;
+}
