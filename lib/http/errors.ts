@@ -137,6 +137,9 @@ const unavailableCodes = new Set([
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
   'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  '53300', // too_many_connections: the server's max_connections, or a role's or database's limit
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now

@@ -1,0 +1,46 @@
+// Which errors mean "the database is away" (a 503 and Retry-After) rather than a bug (a 500); one refusal is real.
+import postgres from 'postgres';
+import t from 'tap';
+import { isDatabaseUnavailable } from '../../lib/http/errors.ts';
+
+/** An error as postgres.js reports a server's refusal, with its SQLSTATE. */
+function serverError(code: string): Error {
+  return Object.assign(new Error(`server said ${code}`), { code, severity: 'FATAL' });
+}
+
+t.test('refusals and lost connections are the database being away, wrapped or not', async (t) => {
+  for (const code of ['53300', '57P01', '57P02', '57P03', '57014', 'ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'CONNECTION_CLOSED']) {
+    t.ok(isDatabaseUnavailable(serverError(code)), code);
+    t.ok(isDatabaseUnavailable(new Error('query failed', { cause: serverError(code) })), `${code}, as Drizzle wraps it`);
+  }
+});
+
+t.test('errors of the query itself are not', async (t) => {
+  for (const code of ['42P01', '23505', '22P02', '42883', undefined]) {
+    t.notOk(isDatabaseUnavailable(serverError(String(code))), String(code));
+  }
+  t.notOk(isDatabaseUnavailable(new TypeError('a bug')), 'a TypeError');
+  t.notOk(isDatabaseUnavailable(undefined), 'nothing');
+});
+
+t.test('a real refusal for too many connections is one', async (t) => {
+  // A role allowed no connection at all: the server answers 53300 at once, as it does when max_connections is reached.
+  const admin = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
+  const role = `t_${process.pid}_limited`;
+  await admin.unsafe(`drop role if exists ${role}`);
+  await admin.unsafe(`create role ${role} login connection limit 0`);
+  t.teardown(async () => {
+    await admin.unsafe(`drop role if exists ${role}`);
+    await admin.end();
+  });
+  const url = new URL(process.env.DATABASE_URL!);
+  url.username = role;
+  const client = postgres(url.href, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  const error = await client`select 1`.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  await client.end();
+  t.equal((error as { code?: string }).code, '53300', 'the server refused the connection with too_many_connections');
+  t.ok(isDatabaseUnavailable(error), 'which is the database being away');
+});
