@@ -20,7 +20,12 @@ if (mode !== 'off' && mode !== 'rate-only' && mode !== 'peer') {
 }
 const config = parseConfig(process.env);
 if (!config.databaseUrl) throw new Error('The bench gives every server a DATABASE_URL');
-const database = openDatabase(config.databaseUrl);
+// The same pool as server.ts opens, so that "limiter off" differs from the service only by the limiter.
+const database = openDatabase(config.databaseUrl, {
+  max: config.databasePoolSize,
+  statementTimeoutMs: config.statementTimeoutMs,
+  poolTimeoutMs: config.poolTimeoutMs,
+});
 const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
 // rate-only: no lease is taken (leaseTtlSeconds 0), so no release either.
 const rateLimit = mode === 'rate-only' ? { leaseTtlSeconds: 0 } : false;
