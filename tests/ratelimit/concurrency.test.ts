@@ -314,3 +314,28 @@ t.test('a lease granted after its request was answered 503 is given back', async
   t.equal(await liveLeases(api.database.sql), 0, 'its lease is released');
   t.equal((await api.request('/v1')).status, 200, 'the cap of one is free for the next request');
 });
+
+t.test('callers that share a statement keep their own deadlines: one that came later is not answered 503 with the first', async (t) => {
+  const api = await testApp(t, { rateLimit: true });
+  const limiter = databaseLimiter(api.database.sql, 30, 2_000);
+  await limiter.decide(anonymous('192.0.2.1')); // the client's row now exists
+  const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
+  // Two statements wait on the lock, so what is asked for next waits to be sent, together.
+  const held = [limiter.decide(anonymous('192.0.2.1')).catch((error: unknown) => error)];
+  await nextTurn();
+  held.push(limiter.decide(anonymous('192.0.2.1')).catch((error: unknown) => error));
+  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
+  const early = limiter.decide(anonymous('192.0.2.50')).catch((error: unknown) => error);
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  let lateSettled = false;
+  const late = limiter.decide(anonymous('192.0.2.51')).finally(() => {
+    lateSettled = true;
+  });
+  t.match(await early, { status: 503, code: 'unavailable' }, 'the first is answered 503 by its deadline');
+  t.notOk(lateSettled, 'the one that came a second later still waits');
+  await row.unlock();
+  t.equal((await late).outcome, 'ok', 'and is decided once the statements before it have answered');
+  t.match(await Promise.all(held), [{ status: 503 }, { status: 503 }]);
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.50'), 0, 'the one answered 503 was never sent');
+  t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.51'), 1);
+});
