@@ -29,14 +29,31 @@ export function parseAuthorization(header: string | undefined): Credential {
  * through 2^64 allowances), an IPv4-mapped IPv6 address as the IPv4 address. Undefined when the text
  * is not an IP address.
  */
-export function addressSubject(address: string): string | undefined {
+function subjectOf(address: string): string | undefined {
   const text = address.trim();
   // Only the usual spellings: ipaddr.js would also read "1" or "0x7f.1" as IPv4 addresses.
-  if (!ipaddr.IPv4.isValidFourPartDecimal(text) && !ipaddr.IPv6.isValid(text)) return undefined;
+  const valid = text.includes(':') ? ipaddr.IPv6.isValid(text) : ipaddr.IPv4.isValidFourPartDecimal(text);
+  if (!valid) return undefined;
   const ip = ipaddr.process(text); // IPv4-mapped IPv6 becomes IPv4
   if (ip.kind() === 'ipv4') return ip.toString();
   const groups = (ip as ipaddr.IPv6).parts.slice(0, 4).map((group) => group.toString(16));
   return `${groups.join(':')}::/64`;
+}
+
+// ipaddr.js takes 10-15 µs to read an IPv6 address (an IPv4-mapped one is what a dual-stack socket reports
+// for every IPv4 client), a tenth of a request's whole work: each address is read once, and remembered.
+// Bounded: the addresses a trusted proxy forwards are the clients' to choose.
+const subjects = new Map<string, string | undefined>();
+const MAX_REMEMBERED = 10_000;
+
+/** subjectOf, remembered for the last few thousand addresses seen. */
+export function addressSubject(address: string): string | undefined {
+  const known = subjects.get(address);
+  if (known !== undefined || subjects.has(address)) return known;
+  const subject = subjectOf(address);
+  if (subjects.size >= MAX_REMEMBERED) subjects.clear();
+  subjects.set(address, subject);
+  return subject;
 }
 
 /**
