@@ -99,9 +99,11 @@ export interface Selection {
 
 /** Picks the variant of a request; mixed families, or a variant the collection lacks, are a 400. */
 export function selectVariant(collection: Collection, params: QueryParams, cursorSecret: string): Selection {
-  const present = families
-    .map((family) => ({ ...family, given: family.params.filter((name) => params.has(name)) }))
-    .filter((family) => family.given.length > 0);
+  const present: { variant: VariantName | 'cursor-token'; given: string[] }[] = [];
+  for (const family of families) {
+    if (!family.params.some((name) => params.has(name))) continue;
+    present.push({ variant: family.variant, given: family.params.filter((name) => params.has(name)) });
+  }
   if (present.length > 1) {
     throw conflictingParameters(
       present.flatMap((family) => family.given),
