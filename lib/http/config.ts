@@ -22,7 +22,15 @@ export interface Config {
   readonly poolTimeoutMs: number;
   /** Connections of the pool for data queries (the rate limiter has one of its own besides). */
   readonly databasePoolSize: number;
+  /** pino's level: one line per request at `info`, errors at `error`; `silent` logs nothing. */
+  readonly logLevel: LogLevel;
+  /** After a stop signal, how long /readyz fails while requests are still served, before the server stops accepting. */
+  readonly shutdownDrainMs: number;
 }
+
+/** pino's levels, least to most verbose. */
+const LOG_LEVELS = ['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -111,6 +119,13 @@ function parseCount(name: string, value: string | undefined, fallback: number, m
   return Number(value);
 }
 
+function parseLogLevel(value: string | undefined): LogLevel {
+  if (value === undefined) return 'info';
+  const level = LOG_LEVELS.find((name) => name === value.toLowerCase());
+  if (level === undefined) throw new ConfigError(`Invalid LOG_LEVEL: expected one of ${LOG_LEVELS.join(', ')}, got "${value}"`);
+  return level;
+}
+
 /** Parses the environment; throws one ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
   const publicUrl = parseUrl('PUBLIC_URL', optional(env, 'PUBLIC_URL'), ['http:', 'https:']);
@@ -126,5 +141,8 @@ export function parseConfig(env: Env): Config {
     poolTimeoutMs: parseMilliseconds('POOL_TIMEOUT_MS', optional(env, 'POOL_TIMEOUT_MS'), 2000, 100, 3_600_000),
     // Each connection is a PostgreSQL backend (max_connections is 100 by default, shared by every instance).
     databasePoolSize: parseCount('DATABASE_POOL_SIZE', optional(env, 'DATABASE_POOL_SIZE'), 10, 1, 100),
+    logLevel: parseLogLevel(optional(env, 'LOG_LEVEL')),
+    // 0: stop accepting at once, for a process no balancer polls; behind one, its time to mark an instance down.
+    shutdownDrainMs: parseMilliseconds('SHUTDOWN_DRAIN_MS', optional(env, 'SHUTDOWN_DRAIN_MS'), 0, 0, 600_000),
   });
 }

@@ -15,6 +15,8 @@ t.test('defaults', async (t) => {
     statementTimeoutMs: 5000,
     poolTimeoutMs: 2000,
     databasePoolSize: 10,
+    logLevel: 'info',
+    shutdownDrainMs: 0,
   });
   t.ok(Object.isFrozen(config));
 });
@@ -36,6 +38,9 @@ t.test('good values', async (t) => {
   t.same(parseConfig({ TRUST_PROXY: '192.0.2.0/255.255.255.0' }).trustProxy.kind, 'addresses', 'a netmask');
   t.equal(parseConfig({ STATEMENT_TIMEOUT_MS: '1500' }).statementTimeoutMs, 1500);
   t.equal(parseConfig({ POOL_TIMEOUT_MS: '250' }).poolTimeoutMs, 250);
+  t.equal(parseConfig({ LOG_LEVEL: 'SILENT' }).logLevel, 'silent', 'a level in any case');
+  t.equal(parseConfig({ LOG_LEVEL: 'debug' }).logLevel, 'debug');
+  t.equal(parseConfig({ SHUTDOWN_DRAIN_MS: '3000' }).shutdownDrainMs, 3000);
   for (const size of [1, 4, 100]) t.equal(parseConfig({ DATABASE_POOL_SIZE: String(size) }).databasePoolSize, size, `pool of ${size}`);
 });
 
@@ -64,6 +69,10 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { DATABASE_POOL_SIZE: 'ten' },
     { DATABASE_POOL_SIZE: '2.5' },
     { DATABASE_POOL_SIZE: '-3' },
+    { LOG_LEVEL: 'verbose' },
+    { LOG_LEVEL: '30' },
+    { SHUTDOWN_DRAIN_MS: '5s' },
+    { SHUTDOWN_DRAIN_MS: '600001' },
   ];
   for (const env of bad) {
     const name = Object.keys(env)[0]!;
