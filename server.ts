@@ -10,11 +10,10 @@ import { buildApp } from './lib/http/app.ts';
 import { clientErrorHandler } from './lib/http/client-error.ts';
 import { type Config, ConfigError, parseConfig } from './lib/http/config.ts';
 import { ApiError, problemResponse } from './lib/http/errors.ts';
+import { createLogger, type Logger } from './lib/http/logger.ts';
 import { gracefulShutdown } from './lib/http/shutdown.ts';
 import { loadCursorSecret } from './lib/pagination/cursor-secret.ts';
 import { demoRegistry } from './lib/pagination/demo-collections.ts';
-
-const log = (line: string) => console.log(line);
 
 function readConfig(): Config {
   try {
@@ -53,17 +52,18 @@ function listen(server: Server, port: number): Promise<void> {
  * nothing removes the dead versions, so the table and every decision's work keep growing
  * (docs/operations.md, "Autovacuum").
  */
-async function warnWithoutAutovacuum(sql: Sql): Promise<void> {
+async function warnWithoutAutovacuum(sql: Sql, logger: Logger): Promise<void> {
   const [row] = await sql`select current_setting('autovacuum') as autovacuum`;
   if (row?.autovacuum !== 'on') {
-    log(
-      `Warning: autovacuum is ${row?.autovacuum ?? 'unknown'} on this PostgreSQL server; the rate limiter's table rate_windows needs it, or its dead rows pile up and slow every request (docs/operations.md, "Autovacuum")`,
+    logger.warn(
+      `autovacuum is ${row?.autovacuum ?? 'unknown'} on this PostgreSQL server; the rate limiter's table rate_windows needs it, or its dead rows pile up and slow every request (docs/operations.md, "Autovacuum")`,
     );
   }
 }
 
 /** Everything up to listening; resolves to what a stop signal should run. */
-async function start(config: Config) {
+async function start(config: Config, logger: Logger) {
+  const log = (line: string) => logger.info(line);
   const postgresServer = await resolveDatabaseUrl(config.databaseUrl, log);
   await runMigrations(postgresServer.url);
   const seeded = await seedIfEmpty(postgresServer.url, defaultSizes, (url) => postgres(url, { max: 1, onnotice: () => {} }));
@@ -75,8 +75,17 @@ async function start(config: Config) {
     poolTimeoutMs: config.poolTimeoutMs,
   });
   const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
-  await warnWithoutAutovacuum(database.sql);
-  const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit: {} });
+  await warnWithoutAutovacuum(database.sql, logger);
+  let draining = false;
+  const app = buildApp({
+    database,
+    config,
+    registry: demoRegistry(),
+    cursorSecret,
+    rateLimit: {},
+    logger,
+    draining: () => draining,
+  });
 
   // A request the adapter cannot turn into a Request (bad or missing Host header, HTTP/1.0 without one)
   // is still answered with problem+json, not an empty 400.
@@ -93,6 +102,10 @@ async function start(config: Config) {
   // What the parser refuses before any handler runs (control bytes, bad Content-Length, 16 KiB of headers).
   server.on('clientError', clientErrorHandler({ maxHeaderSize }));
   const shutdown = gracefulShutdown(server, {
+    drainMs: config.shutdownDrainMs,
+    onSignal: () => {
+      draining = true;
+    },
     timeoutMs: config.shutdownTimeoutMs,
     log,
     async release() {
@@ -107,16 +120,18 @@ async function start(config: Config) {
 }
 
 const config = readConfig();
+// JSON lines for whatever collects them; readable ones when a person watches the terminal.
+const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY });
 // Stop signals during start-up end the process at once; the embedded PostgreSQL, if one was started,
 // is stopped by its exit hook. Once serving, they drain first. SIGHUP: the terminal went away.
 let onStopSignal: (signal: NodeJS.Signals) => void = (signal) => {
-  log(`${signal} during start-up: exiting`);
+  logger.info(`${signal} during start-up: exiting`);
   process.exit(1);
 };
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, (received) => onStopSignal(received));
 
-onStopSignal = await start(config).catch((error: unknown) => {
+onStopSignal = await start(config, logger).catch((error: unknown) => {
   console.error(`Could not start: ${describeFailure(error, config.port)}`);
   return process.exit(1);
 });
-log(`Listening on http://localhost:${config.port}/v1`);
+logger.info(`Listening on http://localhost:${config.port}/v1`);

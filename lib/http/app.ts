@@ -1,5 +1,5 @@
 // The HTTP application: routes, 404/405, and the one error handler. Built per database and config.
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import type { Database } from '../../db/client.ts';
 import { type Links, linkHeader, linksObject } from '../pagination/links.ts';
 import type { Registry } from '../pagination/registry.ts';
@@ -7,18 +7,27 @@ import { serveCollection } from '../pagination/serve.ts';
 import { adminRoutes } from '../ratelimit/admin.ts';
 import { issueKeyHandler } from '../ratelimit/keys.ts';
 import { type LimiterOptions, rateLimiter } from '../ratelimit/middleware.ts';
+import { requireAdminToken } from './bearer.ts';
 import { limitBody } from './body.ts';
 import type { Config } from './config.ts';
 import { answeredInTime, withTimeout } from './deadline.ts';
 import { ApiError, methodNotAllowed, onError } from './errors.ts';
 import { baseUrl, socketAddress } from './forwarding.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { createMetrics } from './metrics.ts';
+import { observe } from './observe.ts';
 
 export interface AppDeps {
   readonly database: Database;
   readonly config: Config;
   readonly registry: Registry;
   readonly cursorSecret: string;
-  readonly log?: (error: unknown) => void;
+  /** One line per request, and errors (default: errors only, on stderr). */
+  readonly logger?: Logger;
+  /** Where errors go instead of the logger (tests collect them); `c` is absent outside a request. */
+  readonly log?: (error: unknown, c?: Context) => void;
+  /** True once a stop signal came: /readyz fails so that balancers stop sending (lib/http/shutdown.ts). */
+  readonly draining?: () => boolean;
   /**
    * The rate limiter in front of /v1 and its options; absent or false: no limiter (pagination tests,
    * the bench's baseline). server.ts always turns it on.
@@ -29,13 +38,23 @@ export interface AppDeps {
 export function buildApp(deps: AppDeps): Hono {
   const { database, config, registry } = deps;
   const app = new Hono();
-  const log = deps.log ?? ((error) => console.error(error));
+  const logger = deps.logger ?? createLogger({ level: 'error', destination: 2 });
+  // An error of a request is logged once, on the request's own line (lib/http/observe.ts).
+  const log =
+    deps.log ?? ((error: unknown, c?: Context) => (c === undefined ? logger.error({ err: error }, 'Error') : c.set('error', error)));
+  const draining = deps.draining ?? (() => false);
+  // Counted only where they can be read: /metrics is served only with an admin token.
+  const metrics = config.adminToken === undefined ? undefined : createMetrics(database.sql);
+
+  // First, so that it sees every answer, the error handler's included.
+  app.use('*', observe({ logger, metrics, draining }));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   // Ready when the database answers, asked on the limiter's own connection: it never queues behind the
   // client queries that fill the pool (a busy pool is not a failed instance), and it is the connection
   // every /v1 request needs first. A probe still unanswered at the connection's deadline renews it.
   app.get('/readyz', async (c) => {
+    if (draining()) throw new ApiError('unavailable', 'The instance is shutting down');
     const { limiter } = database;
     const sql = limiter.sql;
     await withTimeout(answeredInTime(limiter, sql, sql`select 1`), 2500);
@@ -45,7 +64,7 @@ export function buildApp(deps: AppDeps): Hono {
   // Everything under /v1 is rate-limited, errors included (docs/rate-limit.md, "What is limited"): the limiter comes first.
   if (deps.rateLimit) {
     const limiter = rateLimiter(
-      { sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log },
+      { sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log, metrics },
       deps.rateLimit,
     );
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
@@ -53,6 +72,13 @@ export function buildApp(deps: AppDeps): Hono {
   app.post('/v1/keys', limitBody(), issueKeyHandler(database.drizzle));
   app.all('/v1/keys', methodNotAllowed('POST'));
   if (config.adminToken) app.route('/admin', adminRoutes(database.drizzle, config.adminToken));
+  if (metrics !== undefined && config.adminToken) {
+    const { registry } = metrics;
+    app.get('/metrics', requireAdminToken(config.adminToken, '/metrics'), async (c) =>
+      c.body(await registry.metrics(), 200, { 'content-type': registry.contentType }),
+    );
+    app.all('/metrics', methodNotAllowed('GET, HEAD'));
+  }
 
   app.get('/v1', (c) => {
     const base = `${baseUrl(c.req.raw, config, socketAddress(c))}/v1`;

@@ -112,7 +112,7 @@ export function unavailable(): ApiError {
 }
 
 /** The one error handler: our errors, Hono's HTTP exceptions, anything else (logged, generic 500). */
-export function onError(log: (error: unknown) => void) {
+export function onError(log: (error: unknown, c: Context) => void) {
   return function handleError(error: Error, c: Context): Response {
     const headers = c.res?.headers;
     if (error instanceof ApiError) return problemResponse(error, headers);
@@ -123,7 +123,7 @@ export function onError(log: (error: unknown) => void) {
     if (isDatabaseUnavailable(error)) {
       return problemResponse(unavailable(), headers);
     }
-    log(error);
+    log(error, c);
     return problemResponse(new ApiError('internal_error', 'Internal error'), headers);
   };
 }

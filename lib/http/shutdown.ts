@@ -1,8 +1,15 @@
-// Graceful shutdown with a deadline: stop accepting, let keep-alive clients move on, finish in-flight requests.
+// Graceful shutdown with a deadline: fail readiness for a drain period, stop accepting, let keep-alive clients
+// move on, finish in-flight requests.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 
 export interface ShutdownOptions {
-  /** Past this, connections are cut and the process exits 1 whatever is still running. */
+  /**
+   * How long the server goes on serving after the signal, with /readyz failing (`onSignal`), before it stops
+   * accepting: the time a load balancer's health check takes to mark the instance down. 0: stop at once.
+   */
+  drainMs: number;
+  /** Called at the first signal, before the drain period: the app fails /readyz from then on. */
+  onSignal: () => void /** Past this, connections are cut and the process exits 1 whatever is still running. */;
   timeoutMs: number;
   log: (line: string) => void;
   /** Closes what the server used (pool, embedded PostgreSQL) once no request is left. */
@@ -27,15 +34,17 @@ const REPEAT_MS = 500;
 export function gracefulShutdown(server: Server, options: ShutdownOptions) {
   const pending = new Set<ServerResponse>();
   let stoppingSince: number | undefined;
+  /** Past the drain period: responses tell keep-alive clients to go. While draining they are served as before. */
+  let closing = false;
 
   // Before the app's own listener, which may write its response synchronously.
   server.prependListener('request', (_request: IncomingMessage, response: ServerResponse) => {
     pending.add(response);
-    if (stoppingSince !== undefined) response.setHeader('connection', 'close');
+    if (closing) response.setHeader('connection', 'close');
     response.once('close', () => pending.delete(response));
     response.once('finish', () => {
       // A response whose headers went out before the signal leaves its connection open, and now idle.
-      if (stoppingSince !== undefined) setImmediate(() => server.closeIdleConnections());
+      if (closing) setImmediate(() => server.closeIdleConnections());
     });
   });
 
@@ -46,12 +55,9 @@ export function gracefulShutdown(server: Server, options: ShutdownOptions) {
     options.exit(1);
   }
 
-  return function shutdown(signal: NodeJS.Signals): void {
-    if (stoppingSince !== undefined) {
-      if (performance.now() - stoppingSince >= REPEAT_MS) force(`${signal} again`);
-      return;
-    }
-    stoppingSince = performance.now();
+  /** Stops accepting, closes idle connections, and exits once the requests in flight are done or by the deadline. */
+  function stop(signal: NodeJS.Signals): void {
+    closing = true;
     options.log(`${signal}: finishing ${pending.size} request(s) in flight, for at most ${options.timeoutMs} ms`);
     for (const response of pending) {
       if (!response.headersSent) response.setHeader('connection', 'close');
@@ -67,5 +73,20 @@ export function gracefulShutdown(server: Server, options: ShutdownOptions) {
         (error: unknown) => force(`Closing the database failed (${(error as Error).message})`),
       );
     });
+  }
+
+  return function shutdown(signal: NodeJS.Signals): void {
+    if (stoppingSince !== undefined) {
+      if (performance.now() - stoppingSince >= REPEAT_MS) force(`${signal} again`);
+      return;
+    }
+    stoppingSince = performance.now();
+    options.onSignal();
+    if (options.drainMs === 0) {
+      stop(signal);
+      return;
+    }
+    options.log(`${signal}: /readyz fails from now; serving for ${options.drainMs} ms more so that balancers stop sending`);
+    setTimeout(() => stop(signal), options.drainMs);
   };
 }

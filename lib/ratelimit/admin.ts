@@ -1,11 +1,10 @@
 // The operator API (docs/api.md, "Operator API"): tiers and keys, behind ADMIN_TOKEN.
-import { timingSafeEqual } from 'node:crypto';
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { Drizzle } from '../../db/client.ts';
 import { apiKeys, rateTiers } from '../../db/schema.ts';
-import { bearerToken, digest } from '../http/bearer.ts';
+import { requireAdminToken } from '../http/bearer.ts';
 import { limitBody, readJson, validate } from '../http/body.ts';
 import { ApiError, invalidParameter, methodNotAllowed } from '../http/errors.ts';
 import { timestampText } from '../pagination/timestamps.ts';
@@ -36,18 +35,6 @@ const keyParams = v.object({ id: v.pipe(v.string(), v.regex(KEY_ID, 'must be 1 t
 const sqlCreated = sql<boolean>`(xmax = 0)`;
 const sqlNow = sql`clock_timestamp()`;
 
-/** Bearer $ADMIN_TOKEN, compared in constant time (digests of equal length, timingSafeEqual). */
-function requireToken(adminToken: string): MiddlewareHandler {
-  const expected = digest(adminToken);
-  return async function adminAuth(c, next) {
-    const header = c.req.header('authorization');
-    if (header === undefined) throw new ApiError('unauthorized', 'The operator API needs Authorization: Bearer <admin token>');
-    const token = bearerToken(header) ?? '';
-    if (!timingSafeEqual(digest(token), expected)) throw new ApiError('forbidden', 'The admin token is not valid');
-    await next();
-  };
-}
-
 const tierColumns = {
   name: rateTiers.name,
   limit: rateTiers.allowance,
@@ -70,7 +57,7 @@ const keyColumns = {
  */
 export function adminRoutes(drizzle: Drizzle, adminToken: string): Hono {
   const admin = new Hono();
-  admin.use('*', requireToken(adminToken), limitBody());
+  admin.use('*', requireAdminToken(adminToken, 'The operator API'), limitBody());
 
   admin.get('/tiers', async (c) => {
     const tiers = await drizzle.select(tierColumns).from(rateTiers).orderBy(asc(rateTiers.allowance), asc(rateTiers.name));

@@ -145,8 +145,14 @@ function unwaited(subject: string, lease: Lease): PendingRelease {
  * current connection only, so one that never settles cannot hold the pipeline. `leaseTtl` is the lease
  * time-to-live in seconds; 0 takes no lease (no concurrency cap). `timeoutMs` is how long a caller waits
  * for its decision or release before it is answered 503 (default: for as long as the statement takes).
+ * `onStatement` is told of each statement sent, with the number of decisions it carries (metrics).
  */
-export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: number, timeoutMs = Number.POSITIVE_INFINITY): Limiter {
+export function databaseLimiter(
+  connection: OwnConnection | Sql,
+  leaseTtl: number,
+  timeoutMs = Number.POSITIVE_INFINITY,
+  onStatement?: (decisions: number) => void,
+): Limiter {
   const own = typeof connection === 'function' ? plainConnection(connection) : connection;
   /** The batch that the next statement will carry, if anything was asked for since the last one went. */
   let collecting: Batch | undefined;
@@ -257,6 +263,7 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
     }
     const sql = own.sql;
     batch.statement = { sql, query: send(sql, decisions, releases) };
+    onStatement?.(decisions.length);
     inFlight.add(batch);
     answeredInTime(own, sql, batch.statement.query)
       .then((rows) => {

@@ -5,6 +5,7 @@ import type { OwnConnection } from '../../db/client.ts';
 import type { Config } from '../http/config.ts';
 import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
 import { socketAddress } from '../http/forwarding.ts';
+import type { Metrics } from '../http/metrics.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import type { Registry } from '../pagination/registry.ts';
 import { queryCost, readForCost } from './cost.ts';
@@ -36,6 +37,8 @@ export interface LimiterDeps {
   /** Verifies cursors, so that the cost rule charges what the handler will serve (lib/ratelimit/cost.ts). */
   readonly cursorSecret: string;
   readonly log: (error: unknown) => void;
+  /** Counts decisions, their latency and the limiter's statements; absent: nothing is counted. */
+  readonly metrics?: Metrics;
 }
 
 /** POST /v1/keys draws on the registration tier per address; everything else under /v1 on the client's. */
@@ -44,12 +47,12 @@ function isRegistration(c: Context): boolean {
 }
 
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
-  const { sql, config, registry, cursorSecret, log } = deps;
+  const { sql, config, registry, cursorSecret, log, metrics } = deps;
   const remoteAddress = options.remoteAddress ?? socketAddress;
   const clockOffset = options.clockOffset ?? (() => 0);
   const leaseTtl = options.leaseTtlSeconds ?? 30;
   const timeoutMs = options.timeoutMs ?? 2500;
-  const limiter = databaseLimiter(deps.limiter, leaseTtl, timeoutMs);
+  const limiter = databaseLimiter(deps.limiter, leaseTtl, timeoutMs, metrics?.statement);
   const offerHousekeeping = housekeeper(sql, options.housekeepingMs ?? 10_000, clockOffset);
 
   return async function rateLimit(c, next) {
@@ -67,6 +70,8 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       cost = queryCost(collection, read);
       if (read !== undefined) c.set('readQuery', read);
     }
+    c.set('cost', cost); // for the request's log line
+    const asked = performance.now();
     // An unreachable database, or no answer within the timeout, throws here (the limiter gives the decision
     // up: a request answered 503 is never charged later and holds no lease); the one error handler turns
     // it into a 503.
@@ -78,6 +83,8 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       cost,
       clockOffset: clockOffset(),
     });
+    metrics?.decided(decision.outcome, (performance.now() - asked) / 1000);
+    c.set('decision', decision);
     offerHousekeeping();
 
     const headers = rateLimitHeaders(decision);

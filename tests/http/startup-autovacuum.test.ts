@@ -4,15 +4,18 @@ import postgres from 'postgres';
 import t from 'tap';
 import { startCluster } from '../helpers/cluster.ts';
 import { testDatabase } from '../helpers/db.ts';
+import { logLines } from '../helpers/logs.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const WARNING = /^Warning: autovacuum is (\S+) on this PostgreSQL server; the rate limiter's table rate_windows needs it/;
+const WARNING = /^autovacuum is (\S+) on this PostgreSQL server; the rate limiter's table rate_windows needs it/;
 
-/** The start-up output's autovacuum warnings, one entry per line. */
+/** The start-up output's autovacuum warnings (log lines at `warn`), the message of each. */
 function warnings(output: string): string[] {
-  return output.split('\n').filter((line) => WARNING.test(line));
+  return logLines(output)
+    .filter((line) => line.level === 40 && WARNING.test(String(line.msg)))
+    .map((line) => String(line.msg));
 }
 
 async function autovacuumOf(url: string): Promise<string> {
@@ -31,7 +34,7 @@ t.test('a server with autovacuum off: one warning line; with it on: none', async
   const off = await startServer(t, await freePort(), { DATABASE_URL: cluster.url() });
   const lines = warnings(off.output());
   t.equal(lines.length, 1, `one warning line:\n${off.output()}`);
-  t.match(lines[0], /^Warning: autovacuum is off on this PostgreSQL server; .*\(docs\/operations\.md, "Autovacuum"\)$/);
+  t.match(lines[0], /^autovacuum is off on this PostgreSQL server; .*\(docs\/operations\.md, "Autovacuum"\)$/);
 
   const admin = postgres(cluster.url(), { max: 1, onnotice: () => {} });
   t.teardown(() => admin.end());

@@ -1,0 +1,73 @@
+// The service's logger: pino's JSON lines on stdout, or pino-pretty's lines when stdout is a terminal.
+import pino, { type DestinationStream, type Logger } from 'pino';
+import pretty from 'pino-pretty';
+import type { LogLevel } from './config.ts';
+
+export type { Logger };
+
+export interface LoggerOptions {
+  readonly level: LogLevel;
+  /** Human-readable lines (a terminal); default: JSON lines. */
+  readonly pretty?: boolean;
+  /** Where the lines go: a stream (tests read them back), or stderr (2); default stdout. */
+  readonly destination?: DestinationStream | 2;
+}
+
+/**
+ * A request line reads `GET /v1/products 200 3.1 ms` in a terminal; other lines show their message.
+ * pino-pretty's template: `{if key}…{end}` prints only when the line has that field.
+ */
+const PRETTY_LINE = '{if method}{method} {path} {status} {durationMs} ms {outcome} {subject}{end}{msg}';
+
+interface SafeError {
+  type: string;
+  message: string;
+  code?: unknown;
+  stack?: string;
+  cause?: SafeError;
+}
+
+/**
+ * An error as logged: its type, message, code and stack, and its causes alike, nothing else. pino's own
+ * serializer copies every property, and a query error carries the query's parameters (Drizzle's `params`),
+ * which hold the request's filter values.
+ */
+function safeError(error: unknown, depth = 0): SafeError {
+  if (!(error instanceof Error)) return { type: typeof error, message: String(error) };
+  const { code, cause, query, params } = error as Error & { code?: unknown; query?: unknown; params?: unknown };
+  let { message, stack } = error;
+  if (typeof query === 'string' && params !== undefined) {
+    // DrizzleQueryError's message and stack list the values: keep the statement, which has only placeholders.
+    message = `Failed query: ${query}`;
+    const frames = stack?.indexOf('\n    at ') ?? -1;
+    stack = `${error.name}: ${message}${frames === -1 ? '' : stack!.slice(frames)}`;
+  }
+  return {
+    type: error.constructor.name,
+    message,
+    ...(code === undefined ? {} : { code }),
+    stack,
+    ...(cause === undefined || depth >= 4 ? {} : { cause: safeError(cause, depth + 1) }),
+  };
+}
+
+export function createLogger(options: LoggerOptions): Logger {
+  if (options.pretty) {
+    const destination = options.destination === 2 ? 2 : (options.destination ?? 1);
+    const stream = pretty({
+      colorize: true,
+      sync: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+      messageFormat: PRETTY_LINE,
+      destination,
+    });
+    return pino({ level: options.level, serializers: { err: safeError } }, stream);
+  }
+  const destination =
+    options.destination === 2
+      ? pino.destination({ dest: 2, sync: true })
+      : // Asynchronous: a request never waits for a write(2); pino flushes what is buffered when the process exits.
+        (options.destination ?? pino.destination({ dest: 1, sync: false }));
+  return pino({ level: options.level, serializers: { err: safeError } }, destination);
+}

@@ -1,0 +1,115 @@
+// Prometheus metrics (prom-client): one registry per app, recorded on the request path, served at /metrics.
+import type { Sql } from 'postgres';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** What postgres.js tells of its pool, through the service's patch (patches/README.md); absent without it. */
+interface PoolStats {
+  readonly idle: number;
+  readonly busy: number;
+  readonly connecting: number;
+  readonly waiting: number;
+}
+
+/** Why a request was answered 503 (docs/operations.md, "Metrics"). */
+export type UnavailableCause = 'limiter' | 'query' | 'readiness' | 'draining';
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** One request answered: `route` is the Hono route that answered it (`/v1/:collection`), never the raw path. */
+  request(route: string, method: string, status: number, seconds: number): void;
+  unavailable(cause: UnavailableCause): void;
+  /** A rate-limit decision: its outcome, and how long the request waited for it. */
+  decided(outcome: string, seconds: number): void;
+  /** A limiter statement sent, carrying `decisions` decisions (0: releases only). */
+  statement(decisions: number): void;
+}
+
+// Seconds. A chunk is ~1–50 ms, a deep offset ~0.3 s, a deadline 7 s.
+const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+// A decision is one round trip (~0.2 ms) plus the statements ahead of it; its deadline is 2.5 s.
+const DECISION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5];
+const BATCH_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/** The registry and its metrics; `pool` is the data queries' client, whose state is read at each scrape. */
+export function createMetrics(pool: Sql): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'Requests answered, by route, method and status',
+    labelNames: ['route', 'method', 'status'],
+    registers,
+  });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from a request reaching the app to its response, by route',
+    labelNames: ['route'],
+    buckets: REQUEST_BUCKETS,
+    registers,
+  });
+  const unavailable = new Counter({
+    name: 'http_unavailable_total',
+    help: '503 answers, by cause: limiter (no decision), query (data phase), readiness (/readyz), draining (/readyz after a stop signal)',
+    labelNames: ['cause'],
+    registers,
+  });
+  const decisions = new Counter({
+    name: 'ratelimit_decisions_total',
+    help: 'Rate-limit decisions, by outcome: ok, rate, concurrency, invalid_key',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const decisionSeconds = new Histogram({
+    name: 'ratelimit_decision_duration_seconds',
+    help: 'How long a request waited for its rate-limit decision',
+    buckets: DECISION_BUCKETS,
+    registers,
+  });
+  const statementDecisions = new Histogram({
+    name: 'ratelimit_statement_requests',
+    help: 'Requests decided per limiter statement (0: lease releases only); its _count is the statements sent',
+    buckets: BATCH_BUCKETS,
+    registers,
+  });
+  const stats = (pool as Sql & { poolStats?: () => PoolStats }).poolStats;
+  if (stats) {
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'Connections of the data queries pool, by state: in_use, idle, connecting',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const now = stats();
+        this.set({ state: 'in_use' }, now.busy);
+        this.set({ state: 'idle' }, now.idle);
+        this.set({ state: 'connecting' }, now.connecting);
+      },
+    });
+    new Gauge({
+      name: 'db_pool_queries_waiting',
+      help: 'Data queries waiting for a connection of the pool',
+      registers,
+      collect() {
+        this.set(stats().waiting);
+      },
+    });
+  }
+  return {
+    registry,
+    request(route, method, status, seconds) {
+      requests.inc({ route, method, status });
+      duration.observe({ route }, seconds);
+    },
+    unavailable(cause) {
+      unavailable.inc({ cause });
+    },
+    decided(outcome, seconds) {
+      decisions.inc({ outcome });
+      decisionSeconds.observe(seconds);
+    },
+    statement(count) {
+      statementDecisions.observe(count);
+    },
+  };
+}
