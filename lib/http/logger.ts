@@ -19,6 +19,8 @@ export interface LoggerOptions {
  */
 const PRETTY_LINE = '{if method}{method} {path} {status} {durationMs} ms {outcome} {subject}{end}{msg}';
 
+const PRETTY_HIDDEN = 'pid,hostname,reqId,method,path,status,durationMs,outcome,subject,cost,tier';
+
 interface SafeError {
   type: string;
   message: string;
@@ -54,14 +56,9 @@ function safeError(error: unknown, depth = 0): SafeError {
 export function createLogger(options: LoggerOptions): Logger {
   if (options.pretty) {
     const destination = options.destination === 2 ? 2 : (options.destination ?? 1);
-    const stream = pretty({
-      colorize: true,
-      sync: true,
-      translateTime: 'SYS:HH:MM:ss.l',
-      ignore: 'pid,hostname',
-      messageFormat: PRETTY_LINE,
-      destination,
-    });
+    // A request's fields are on its one line already (PRETTY_LINE); an error's are shown below its line.
+    // Colours unless NO_COLOR is set (pino-pretty's default).
+    const stream = pretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: PRETTY_HIDDEN, messageFormat: PRETTY_LINE, destination });
     return pino({ level: options.level, serializers: { err: safeError } }, stream);
   }
   const destination =

@@ -3,6 +3,7 @@ import type { Hono } from 'hono';
 import { type SeedSizes, type SeedTable, seedTable } from '../../db/seed.ts';
 import { buildApp } from '../../lib/http/app.ts';
 import { type Config, parseConfig } from '../../lib/http/config.ts';
+import type { Logger } from '../../lib/http/logger.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import type { Registry } from '../../lib/pagination/registry.ts';
@@ -27,6 +28,10 @@ export interface TestAppOptions {
    * address a request gives, the movable clock, no housekeeping unless asked for).
    */
   rateLimit?: boolean | LimiterOptions;
+  /** Where request lines and errors go (default: errors only, on stderr). */
+  logger?: Logger;
+  /** Whether the app is draining after a stop signal (default: never). */
+  draining?: () => boolean;
 }
 
 export interface TestApp {
@@ -61,7 +66,15 @@ export async function testApp(t: { teardown(fn: () => unknown): void }, options:
         ...(options.rateLimit === true ? {} : options.rateLimit),
       }
     : false;
-  const app = buildApp({ database, config, registry: options.registry ?? demoRegistry(), cursorSecret, rateLimit });
+  const app = buildApp({
+    database,
+    config,
+    registry: options.registry ?? demoRegistry(),
+    cursorSecret,
+    rateLimit,
+    logger: options.logger,
+    draining: options.draining,
+  });
   const request = async (path: string, init: RequestInit & { address?: string } = {}) => {
     const { address, ...rest } = init;
     const headers = new Headers(rest.headers);

@@ -1,0 +1,189 @@
+// The request log: one JSON line per request with its id, route, status, duration, cost, tier, outcome and
+// subject; never a key nor the query's values; a 500's error once, with its stack, on that line at `error`.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
+import { DrizzleQueryError } from 'drizzle-orm/errors';
+import t from 'tap';
+import { seedTable } from '../../db/seed.ts';
+import { createLogger } from '../../lib/http/logger.ts';
+import { type TestApp, testApp } from '../helpers/app.ts';
+import { lockWaiters, testDatabase } from '../helpers/db.ts';
+import { setTier } from '../helpers/limiter.ts';
+import { type LogLine, logLines } from '../helpers/logs.ts';
+import { freePort, stopProcess } from '../helpers/processes.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+/** A logger at `level` whose output the test reads back, raw and parsed. */
+function capture(level: 'info' | 'warn' | 'silent' = 'info') {
+  let raw = '';
+  const logger = createLogger({ level, destination: { write: (text: string) => (raw += text) } });
+  return { logger, raw: () => raw, lines: () => logLines(raw) };
+}
+
+/** The one line logged for the request to `path` (the last one when the path was asked several times). */
+function lineFor(lines: LogLine[], path: string): LogLine {
+  const found = lines.filter((line) => line.path === path);
+  if (found.length === 0) throw new Error(`No line for ${path} in ${JSON.stringify(lines)}`);
+  return found.at(-1)!;
+}
+
+async function loggedApp(t: { teardown(fn: () => unknown): void }) {
+  const log = capture();
+  const api: TestApp = await testApp(t, { seed: { products: 30 }, rateLimit: true, logger: log.logger });
+  return { api, log };
+}
+
+t.test('a served chunk: one line with every field, and nothing of the query string', async (t) => {
+  const { api, log } = await loggedApp(t);
+  const res = await api.request('/v1/products?limit=3&name[prefix]=Zzsecretprefix&category=books');
+  t.equal(res.status, 200);
+  await res.arrayBuffer();
+  const lines = log.lines();
+  t.equal(lines.length, 1, 'one line for one request');
+  const line = lines[0]!;
+  t.match(line, {
+    level: 30,
+    method: 'GET',
+    path: '/v1/products',
+    status: 200,
+    tier: 'anonymous',
+    outcome: 'served',
+    subject: 'ip:192.0.2.1',
+    cost: Number,
+    durationMs: Number,
+  });
+  t.match(line.reqId, /^[0-9a-f-]{36}$/, 'a request id');
+  t.ok(Math.abs(line.time - Date.now()) < 60_000, 'the time, in ms since the epoch');
+  t.notMatch(log.raw(), /Zzsecretprefix|books|limit=/, 'no value nor name of the query string');
+
+  await api.request('/healthz');
+  t.match(lineFor(log.lines(), '/healthz'), { status: 200, outcome: 'served' }, 'routes outside the limit are logged too');
+  t.not(lineFor(log.lines(), '/healthz').reqId, line.reqId, 'each request its own id');
+});
+
+t.test('a key is never logged: the subject is the key id', async (t) => {
+  const { api, log } = await loggedApp(t);
+  const issued = await api.json('/v1/keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  t.equal(issued.status, 201);
+  const key = issued.body.key as string;
+  t.match(key, /^pck_/);
+  const res = await api.request('/v1/products?limit=1', { headers: { authorization: `Bearer ${key}` } });
+  t.equal(res.status, 200);
+  t.match(lineFor(log.lines(), '/v1/products'), { subject: `key:${issued.body.id}`, tier: 'free', outcome: 'served' });
+  const registration = lineFor(log.lines(), '/v1/keys');
+  t.match(registration, { method: 'POST', status: 201, tier: 'registration', subject: 'reg:192.0.2.1' });
+  t.notOk(log.raw().includes(key), 'the key appears in no line');
+  t.notOk(log.raw().includes(key.slice(4, 20)), 'nor any part of it');
+
+  const bad = await api.request('/v1/products?limit=1', { headers: { authorization: 'Bearer pck_notakeyatall0000000000' } });
+  t.equal(bad.status, 401);
+  t.match(lineFor(log.lines(), '/v1/products'), { status: 401, outcome: 'invalid key', subject: 'ip:192.0.2.1' });
+  t.notOk(log.raw().includes('notakeyatall'), 'an invalid key is not logged either');
+});
+
+t.test('declined and concurrency outcomes', async (t) => {
+  const { api, log } = await loggedApp(t);
+  await setTier(api.database.sql, 'anonymous', { allowance: 1, windowSeconds: 60, concurrency: 1 });
+  t.equal((await api.request('/v1', { address: '198.51.100.1' })).status, 200);
+  t.equal((await api.request('/v1', { address: '198.51.100.1' })).status, 429);
+  t.match(lineFor(log.lines(), '/v1'), { status: 429, outcome: 'declined', subject: 'ip:198.51.100.1', cost: 1 });
+
+  // One request held in flight by a lock on the table it reads; the same client's next is over its cap.
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 1 });
+  const reserved = await api.database.sql.reserve();
+  t.teardown(() => reserved.release());
+  await reserved`begin`;
+  await reserved`lock table products in access exclusive mode`;
+  const held = api.request('/v1/products?limit=1&count=none');
+  await lockWaiters(api.database.sql, api.database.name, 1);
+  const second = await api.request('/v1');
+  t.equal(second.status, 429);
+  t.match(lineFor(log.lines(), '/v1'), { status: 429, outcome: 'concurrency', subject: 'ip:192.0.2.1' });
+  await reserved`commit`;
+  t.equal((await held).status, 200);
+});
+
+t.test('a request whose query the database cancels: outcome unavailable', async (t) => {
+  const { api, log } = await loggedApp(t);
+  const reserved = await api.database.sql.reserve();
+  t.teardown(() => reserved.release());
+  await reserved`begin`;
+  await reserved`lock table products in access exclusive mode`;
+  const answer = api.request('/v1/products?limit=1');
+  await lockWaiters(api.database.sql, api.database.name, 1);
+  // What a statement_timeout does, at once: query_canceled, a database that cannot serve now.
+  await api.database.sql`
+    select pg_cancel_backend(pid) from pg_stat_activity where datname = ${api.database.name} and wait_event_type = 'Lock'`;
+  const res = await answer;
+  await reserved`rollback`;
+  t.equal(res.status, 503);
+  t.match(lineFor(log.lines(), '/v1/products'), { level: 30, status: 503, outcome: 'unavailable', tier: 'anonymous' });
+});
+
+t.test('a 500: its error logged once, with the stack, on the request line at error, without the query values', async (t) => {
+  const { api, log } = await loggedApp(t);
+  await api.database.sql`alter table products rename column name to gone`;
+  const res = await api.request('/v1/products?name=Zzfiltervalue&limit=2');
+  t.equal(res.status, 500);
+  const lines = log.lines();
+  t.equal(lines.length, 1, `one line: ${log.raw()}`);
+  const line = lines[0]!;
+  t.match(line, { level: 50, status: 500, path: '/v1/products', outcome: 'served', msg: 'Internal error' });
+  const err = line.err as { type: string; message: string; stack: string; code?: string };
+  t.match(err.stack, /\n\s+at /, 'with its stack');
+  t.match(err, { type: 'PostgresError', code: '42703', message: /column .*name does not exist/ }, "the driver's error");
+  t.notOk(log.raw().includes('Zzfiltervalue'), 'the filter value is in no line, message and stack included');
+});
+
+t.test("Drizzle's query error: logged with its statement and stack, without its parameters", async (t) => {
+  const log = capture();
+  const cause = Object.assign(new Error('duplicate key value violates unique constraint "api_keys_pkey"'), { code: '23505' });
+  const error = new DrizzleQueryError('insert into "api_keys" ("id", "hash") values ($1, $2)', ['key_Zzsecretid', 'Zzsecrethash'], cause);
+  t.match(error.message, /Zzsecretid/, "Drizzle's own message lists the parameters");
+  log.logger.error({ err: error }, 'Internal error');
+  const [line] = log.lines();
+  t.match(line!.err, {
+    type: 'DrizzleQueryError',
+    message: 'Failed query: insert into "api_keys" ("id", "hash") values ($1, $2)',
+    stack: /^Error: Failed query: insert into .*\n\s+at /s,
+    cause: { code: '23505', message: /duplicate key/ },
+  });
+  t.notMatch(log.raw(), /Zzsecret/, 'no parameter anywhere in the line');
+});
+
+t.test('levels: warn logs no request line but still the error; silent logs nothing', async (t) => {
+  for (const level of ['warn', 'silent'] as const) {
+    const log = capture(level);
+    const api = await testApp(t, { seed: { products: 5 }, logger: log.logger });
+    t.equal((await api.request('/v1/products')).status, 200);
+    await api.database.sql`alter table products rename to products_gone`;
+    t.equal((await api.request('/v1/products?limit=7')).status, 500);
+    t.same(
+      log.lines().map((line) => [line.level, line.status]),
+      level === 'warn' ? [[50, 500]] : [],
+      level,
+    );
+  }
+});
+
+t.test('pretty lines on a terminal: a process whose stdout is a terminal reads them, no JSON', async (t) => {
+  const db = await testDatabase(t);
+  await seedTable(db.sql, 'products', 5);
+  const port = await freePort();
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  // script(1) gives the server a pseudo-terminal as its stdout, as a person's terminal would.
+  const child = spawn('script', ['-qfec', `${process.execPath} --import tsx server.ts`, '/dev/null'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, PORT: String(port), NO_COLOR: '1' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  t.teardown(() => stopProcess(child, { graceMs: 5000 }));
+  await waitFor('the server to listen', () => output, { until: (text) => text.includes('Listening on'), timeoutMs: 60_000 });
+  t.equal((await fetch(`http://127.0.0.1:${port}/v1/products?limit=2`)).status, 200);
+  await waitFor('the request line', () => output, { until: (text) => text.includes('/v1/products 200'), timeoutMs: 5000 });
+  t.match(stripVTControlCharacters(output), /INFO: GET \/v1\/products 200 [\d.]+ ms served ip:127\.0\.0\.1\r?\n/, 'one line');
+  t.notMatch(output, /"level":/, 'no JSON line');
+});
