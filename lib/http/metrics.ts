@@ -4,9 +4,11 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 
 /** What postgres.js tells of its pool, through the service's patch (patches/README.md); absent without it. */
 interface PoolStats {
-  readonly idle: number;
-  readonly busy: number;
-  readonly connecting: number;
+  /** Connections open (or opening). */
+  readonly open: number;
+  /** Connections with a statement running (or opening for one). */
+  readonly inUse: number;
+  /** Statements not running yet: queued for a connection, or pipelined behind another on one. */
   readonly waiting: number;
 }
 
@@ -76,19 +78,18 @@ export function createMetrics(pool: Sql): Metrics {
   if (stats) {
     new Gauge({
       name: 'db_pool_connections',
-      help: 'Connections of the data queries pool, by state: in_use, idle, connecting',
+      help: 'Open connections of the data queries pool, by state: in_use (running a statement), idle',
       labelNames: ['state'],
       registers,
       collect() {
         const now = stats();
-        this.set({ state: 'in_use' }, now.busy);
-        this.set({ state: 'idle' }, now.idle);
-        this.set({ state: 'connecting' }, now.connecting);
+        this.set({ state: 'in_use' }, now.inUse);
+        this.set({ state: 'idle' }, now.open - now.inUse);
       },
     });
     new Gauge({
       name: 'db_pool_queries_waiting',
-      help: 'Data queries waiting for a connection of the pool',
+      help: 'Data queries not running yet: waiting for a connection of the pool, or pipelined behind another statement on one',
       registers,
       collect() {
         this.set(stats().waiting);
