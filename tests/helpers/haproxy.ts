@@ -7,7 +7,7 @@ import path from 'node:path';
 import { freePort, stopProcess } from './processes.ts';
 import { waitFor } from './wait.ts';
 
-export const HAPROXY = '/usr/sbin/haproxy';
+const HAPROXY = '/usr/sbin/haproxy';
 
 export interface HaproxyOptions {
   /** The instances' ports on 127.0.0.1, named s1, s2, … in order. */

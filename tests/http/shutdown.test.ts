@@ -176,3 +176,30 @@ t.test('a second SIGTERM exits at once; a copy within half a second (what npm fo
   t.ok(at - sent < 2000, `the second signal ends it at once (${Math.round(at - sent)} ms), not the 60 s deadline`);
   t.match(output(), /SIGTERM again: closing 1 connection/);
 });
+
+t.test('SHUTDOWN_DRAIN_MS: after SIGTERM /readyz fails at once, requests are served until the drain ends, then it exits 0', async (t) => {
+  const drainMs = 1500;
+  const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_DRAIN_MS: String(drainMs) });
+  const exited = exitOf(child);
+  await db.sql`truncate rate_windows`;
+  t.equal((await fetch(`${url}/readyz`)).status, 200);
+  const sent = performance.now();
+  child.kill('SIGTERM');
+  await waitFor('the server to log the signal', output, { until: (text) => text.includes('SIGTERM: /readyz fails'), intervalMs: 10 });
+  // New connections each: a balancer's checks and requests are accepted while draining.
+  const agent = new Agent({ keepAlive: false });
+  t.teardown(() => agent.destroy());
+  const ready = await get(agent, `${url}/readyz`);
+  t.equal(ready.status, 503, '/readyz fails');
+  t.equal(JSON.parse(ready.body).code, 'unavailable');
+  t.equal((await get(agent, `${url}/healthz`)).status, 200, '/healthz stays 200: the process is not broken');
+  const reused = new Agent({ keepAlive: true });
+  t.teardown(() => reused.destroy());
+  const chunk = await get(reused, `${url}/v1/products?limit=5`);
+  t.equal(chunk.status, 200, 'requests are still served');
+  t.equal(chunk.headers.connection, 'keep-alive', 'without telling a keep-alive client to go: the balancer does that');
+  const { code, at } = await exited;
+  t.equal(code, 0);
+  t.ok(at - sent >= drainMs, `it stops accepting only once the drain period is over (exit after ${Math.round(at - sent)} ms)`);
+  t.ok(at - sent < drainMs + 5000, 'and exits soon after');
+});
