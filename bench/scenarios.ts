@@ -83,7 +83,24 @@ export const servers: ServerVariant[] = [
     readyPath: '/readyz',
     setup: (origin) => putTier(origin, 'anonymous', { limit: 1_000_000_000, windowSeconds: 60, concurrency: 1_000 }),
   },
+  // The service without its request log (LOG_LEVEL=silent), and without the log nor metrics (no ADMIN_TOKEN,
+  // so no /metrics and nothing counted): what a log line and the metrics cost a request. `service` above
+  // logs at info, as deployed; its lines go to a pipe the bench reads, as a container runtime's would.
+  {
+    name: 'service, LOG_LEVEL=silent',
+    entry: 'server.ts',
+    env: { ADMIN_TOKEN, LOG_LEVEL: 'silent' },
+    readyPath: '/readyz',
+    setup: (origin) => putTier(origin, 'anonymous', { limit: 1_000_000_000, windowSeconds: 60, concurrency: 1_000 }),
+  },
+  { name: 'service, LOG_LEVEL=silent, no metrics', entry: 'server.ts', env: { LOG_LEVEL: 'silent' }, readyPath: '/readyz' },
 ];
+
+/** The anonymous tier raised directly in the database, for a service with no operator API to ask. */
+async function raiseAnonymous({ sql }: ScenarioContext): Promise<undefined> {
+  await sql`update rate_tiers set allowance = 1000000000, window_seconds = 60, concurrency = 1000 where name = 'anonymous'`;
+  return undefined;
+}
 
 export const scenarios: Scenario[] = [
   { name: 'Hono hello world', server: 'hello', path: '/', baseline: true },
@@ -111,6 +128,15 @@ export const scenarios: Scenario[] = [
   // request with the least work this stack allows: one prepared counter upsert, one prepared keyset select.
   { name: 'sort=priceCents, 32 clients: service', server: 'service', path: PRICE_CHUNK, connections: 32 },
   { name: 'sort=priceCents, 32 clients: floor', server: 'floor', path: PRICE_CHUNK, connections: 32 },
+  // The cost of the request log and of the metrics: the same chunk without them (docs/benchmarks.md, "Logs and metrics").
+  { name: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent', server: 'service, LOG_LEVEL=silent', path: PRICE_CHUNK, connections: 32 },
+  {
+    name: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent, no metrics',
+    server: 'service, LOG_LEVEL=silent, no metrics',
+    path: PRICE_CHUNK,
+    connections: 32,
+    setup: raiseAnonymous,
+  },
 ];
 
 // The rate limiter's rows (bench/limiter-scenarios.ts): the chunk with the limiter off and on, one hot key
@@ -136,6 +162,16 @@ export const comparisons: Comparison[] = [
       target: { measure: 'req/s' as const, atLeast: 0.8 },
     })),
   ),
+  {
+    label: 'service with its request log / without (LOG_LEVEL=silent), sort=priceCents, 32 clients',
+    of: 'sort=priceCents, 32 clients: service',
+    to: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent',
+  },
+  {
+    label: 'service with metrics / without, no request log, sort=priceCents, 32 clients',
+    of: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent',
+    to: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent, no metrics',
+  },
   {
     label: 'cursor at ~900,000 / first cursor chunk',
     of: 'cursor at ~900,000',
