@@ -129,7 +129,12 @@ export const scenarios: Scenario[] = [
   { name: 'sort=priceCents, 32 clients: service', server: 'service', path: PRICE_CHUNK, connections: 32 },
   { name: 'sort=priceCents, 32 clients: floor', server: 'floor', path: PRICE_CHUNK, connections: 32 },
   // The cost of the request log and of the metrics: the same chunk without them (docs/benchmarks.md, "Logs and metrics").
-  { name: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent', server: 'service, LOG_LEVEL=silent', path: PRICE_CHUNK, connections: 32 },
+  {
+    name: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent',
+    server: 'service, LOG_LEVEL=silent',
+    path: PRICE_CHUNK,
+    connections: 32,
+  },
   {
     name: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent, no metrics',
     server: 'service, LOG_LEVEL=silent, no metrics',

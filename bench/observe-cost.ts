@@ -1,0 +1,53 @@
+// `tsx bench/observe-cost.ts [requests]`: the CPU a request's log line and metrics cost, in this process,
+// without a database or a socket: GET /healthz through the app (app.request), with the request log at
+// info or silent, and metrics on (ADMIN_TOKEN) or off, in rotation. The line goes to /dev/null through
+// pino's asynchronous destination, as the service writes stdout. Not part of the tests.
+import pino from 'pino';
+import { openDatabase } from '../db/client.ts';
+import { buildApp } from '../lib/http/app.ts';
+import { parseConfig } from '../lib/http/config.ts';
+import { createLogger } from '../lib/http/logger.ts';
+import { demoRegistry } from '../lib/pagination/demo-collections.ts';
+
+const requests = Number(process.argv[2] ?? 50_000);
+const ROUNDS = 7;
+
+// Never connected: /healthz asks nothing of the database, and postgres.js connects on the first query.
+const database = openDatabase('postgres://nobody@127.0.0.1:1/none', { max: 1 });
+
+function app(level: 'info' | 'silent', metrics: boolean) {
+  const logger = createLogger({ level, destination: pino.destination({ dest: '/dev/null', sync: false }) });
+  const config = parseConfig(metrics ? { ADMIN_TOKEN: 'x'.repeat(32) } : {});
+  return buildApp({ database, config, registry: demoRegistry(), cursorSecret: 'x'.repeat(32), logger }).request;
+}
+
+const variants = [
+  { name: 'LOG_LEVEL=silent, no metrics', request: app('silent', false) },
+  { name: 'LOG_LEVEL=silent, metrics', request: app('silent', true) },
+  { name: 'LOG_LEVEL=info, no metrics', request: app('info', false) },
+  { name: 'LOG_LEVEL=info, metrics', request: app('info', true) },
+];
+
+/** CPU microseconds (user + system) per request over `n` requests, one at a time. */
+async function cpuPerRequest(request: (typeof variants)[number]['request'], n: number): Promise<number> {
+  const before = process.cpuUsage();
+  for (let i = 0; i < n; i++) await (await request('http://bench.local/healthz')).arrayBuffer();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / n;
+}
+
+for (const variant of variants) await cpuPerRequest(variant.request, requests / 5); // warm-up: JIT, caches
+const results = new Map<string, number[]>(variants.map((variant) => [variant.name, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const variant of variants) results.get(variant.name)!.push(await cpuPerRequest(variant.request, requests));
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const base = median(results.get('LOG_LEVEL=silent, no metrics')!);
+console.log(`GET /healthz through the app, ${requests} requests × ${ROUNDS} rounds in rotation; median CPU µs per request:\n`);
+console.log('| variant | µs/req | range | added to silent, no metrics |');
+console.log('| --- | ---: | ---: | ---: |');
+for (const [name, xs] of results) {
+  const m = median(xs);
+  console.log(`| ${name} | ${m.toFixed(2)} | ${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)} | ${(m - base).toFixed(2)} |`);
+}
+await database.close();
