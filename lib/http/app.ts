@@ -62,11 +62,18 @@ export function buildApp(deps: AppDeps): Hono {
     return c.json({ _links: linksObject(links) });
   });
 
-  app.get('/v1/:collection', (c) => {
+  app.get('/v1/:collection', async (c) => {
     const collection = registry.get(c.req.param('collection'));
     if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
-    // The query as the rate limiter read it for its cost, if it did (lib/pagination/serve.ts, `readQuery`).
-    return serveCollection(c.req.raw, collection, deps, socketAddress(c), c.get('readQuery'));
+    // The query as the rate limiter read it for its cost, if it did (lib/pagination/serve.ts, `readQuery`), and
+    // its headers, written into the chunk's response as it is made; an error's response gets them from the limiter.
+    const response = await serveCollection(c.req.raw, collection, deps, {
+      peer: socketAddress(c),
+      read: c.get('readQuery'),
+      headers: c.get('responseHeaders'),
+    });
+    c.set('responseHeaders', undefined);
+    return response;
   });
 
   app.all('/healthz', methodNotAllowed('GET, HEAD'));

@@ -97,6 +97,9 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       throw new ApiError('invalid_api_key', 'Invalid API key: unknown, revoked or malformed', { headers });
     }
 
+    // A handler that writes them into its own response takes them (lib/http/app.ts); any other response gets
+    // them below, as it leaves.
+    c.set('responseHeaders', headers);
     try {
       await next();
     } catch (error) {
@@ -116,9 +119,10 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         if (c.res.status !== 503) await released;
       }
     }
-    // Set once, on the response as it leaves, whatever made it: a handler's plain Response, c.json, or the
-    // error handler's problem. In place: c.header() on a finished response would copy it into a streamed
-    // one, which costs far more.
+    // Set once, on the response as it leaves, whatever made it, unless its handler wrote them in already: a
+    // handler's plain Response, c.json, or the error handler's problem. In place: c.header() on a finished
+    // response would copy it into a streamed one, which costs far more.
+    if (c.get('responseHeaders') === undefined) return;
     try {
       const target = c.res.headers;
       for (const name in headers) target.set(name, headers[name]!);
@@ -126,4 +130,15 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       for (const name in headers) c.header(name, headers[name]); // immutable headers
     }
   };
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /**
+     * The rate-limit headers of this request's response, set by the limiter before the handler runs. A handler
+     * that makes its response with them (lib/pagination/chunk.ts) unsets this once it has, so that they are
+     * not set again on the finished response, which would cost a Headers object.
+     */
+    responseHeaders: Readonly<Record<string, string>> | undefined;
+  }
 }
