@@ -108,7 +108,7 @@ export const offsetVariant = defineVariant({
     return positionalPlan(request, offset === undefined ? 0 : parseInteger('offset', offset, 0, MAX_SAFE), limit);
   },
   async serve(request, plan) {
-    const { collection, href } = request;
+    const { href } = request;
     const { pageSize: limit, offset } = plan;
     const { items, more, size } = await fetchPositional(request, plan);
     // The next offset is the current offset plus the current limit (docs/api.md, "Links").

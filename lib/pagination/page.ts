@@ -20,7 +20,7 @@ export const pageVariant = defineVariant({
     return positionalPlan(request, page * pageSize, pageSize);
   },
   async serve(request, plan) {
-    const { collection, href } = request;
+    const { href } = request;
     const { pageSize } = plan;
     const page = plan.offset / pageSize;
     const { items, more, size } = await fetchPositional(request, plan);
