@@ -5,18 +5,9 @@ import { clientErrorHandler } from './lib/http/client-error.ts';
 import type { Config } from './lib/http/config.ts';
 import { ApiError, problemResponse } from './lib/http/errors.ts';
 import { gracefulShutdown } from './lib/http/shutdown.ts';
-import { readConfig, startService } from './lib/http/startup.ts';
+import { describeFailure, readConfig, startService } from './lib/http/startup.ts';
 
 const log = (line: string) => console.log(line);
-
-/** A start-up failure as the one line an operator reads: a stack trace tells them nothing more. */
-function describeFailure(error: unknown, port: number): string {
-  const { code, syscall, message } = error as NodeJS.ErrnoException;
-  if (syscall === 'listen' && code === 'EADDRINUSE') return `port ${port} is in use: set PORT to a free one`;
-  if (syscall === 'listen' && code === 'EACCES') return `port ${port} needs privileges: set PORT to 1024 or above`;
-  // postgres.js reports a refused connection to "localhost" as an AggregateError with no message.
-  return message || code || String(error);
-}
 
 function listen(server: Server, port: number): Promise<void> {
   return new Promise((resolve, reject) => {

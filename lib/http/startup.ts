@@ -79,6 +79,15 @@ async function pooled(url: string): Promise<boolean> {
   return pooledByUrl(url) ?? (await probeServer(url)).pooler;
 }
 
+/** A start-up failure as the one line an operator reads: a stack trace tells them nothing more. */
+export function describeFailure(error: unknown, port: number): string {
+  const { code, syscall, message } = error as NodeJS.ErrnoException;
+  if (syscall === 'listen' && code === 'EADDRINUSE') return `port ${port} is in use: set PORT to a free one`;
+  if (syscall === 'listen' && code === 'EACCES') return `port ${port} needs privileges: set PORT to 1024 or above`;
+  // postgres.js reports a refused connection to "localhost" as an AggregateError with no message.
+  return message || code || String(error);
+}
+
 /** Everything up to serving: rejects with an Error whose message is the one line an operator reads. */
 export async function startService(config: Config, options: StartOptions): Promise<Service> {
   const { log } = options;
@@ -120,4 +129,44 @@ export async function startService(config: Config, options: StartOptions): Promi
     },
     abandon: () => postgresServer.abandon(),
   };
+}
+
+export interface SignalOptions {
+  /** SHUTDOWN_TIMEOUT_MS: past this the process exits 1 whatever is still running. */
+  readonly timeoutMs: number;
+  readonly log: (line: string) => void;
+  /** Stops accepting; resolves once the requests in flight are answered. */
+  readonly stopServing: () => Promise<void>;
+  readonly exit: (code: number) => void;
+}
+
+/**
+ * The Deno and Bun entries' stop: on SIGTERM, SIGINT or SIGHUP, stop accepting, let the requests in flight
+ * finish, close the pools (and the embedded PostgreSQL) and exit 0; past the deadline, or on another
+ * signal, exit 1. Node's entry does more (lib/http/shutdown.ts: keep-alive connections told to close).
+ */
+export function stopOnSignals(service: Service, options: SignalOptions): void {
+  let stopping = false;
+  const force = (reason: string) => {
+    options.log(`${reason}: exiting`);
+    service.abandon();
+    options.exit(1);
+  };
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return force(`${signal} again`);
+    stopping = true;
+    options.log(`${signal}: finishing the requests in flight, for at most ${options.timeoutMs} ms`);
+    const deadline = setTimeout(() => force(`Shutdown deadline of ${options.timeoutMs} ms passed`), options.timeoutMs);
+    options
+      .stopServing()
+      .then(() => service.release())
+      .then(
+        () => {
+          clearTimeout(deadline);
+          options.exit(0);
+        },
+        (error: unknown) => force(`Stopping failed (${(error as Error).message})`),
+      );
+  };
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, stop);
 }

@@ -1,5 +1,6 @@
-// Real server processes (server.ts) on one database, for tests across instances.
+// Real server processes (server.ts, or the Deno and Bun entries) on one database, for tests across instances.
 import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stopProcess } from './processes.ts';
 
@@ -12,15 +13,27 @@ export interface ServerProcess {
   output(): string;
 }
 
-/** Starts `server.ts` on `port` and resolves once it listens; it is stopped at teardown. */
+export type Runtime = 'node' | 'deno' | 'bun';
+
+/** Each runtime's command for its entry; Deno and Bun are the binaries their npm packages install. */
+const commands: Record<Runtime, [string, string[]]> = {
+  node: [process.execPath, ['--import', 'tsx', 'server.ts']],
+  deno: [path.join(root, 'node_modules/.bin/deno'), ['run', '-A', 'server.deno.ts']],
+  bun: [path.join(root, 'node_modules/.bin/bun'), ['server.bun.ts']],
+};
+
+/** Starts the entry of `runtime` (Node's `server.ts` by default) on `port` and resolves once it listens; it is stopped at teardown. */
 export async function startServer(
   t: { teardown(fn: () => unknown): void },
   port: number,
   env: Record<string, string>,
+  runtime: Runtime = 'node',
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+  const [command, args] = commands[runtime];
+  const child = spawn(command, args, {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) },
+    // HOME: Deno keeps its cache under it. NO_COLOR: plain output to read.
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
