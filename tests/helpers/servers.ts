@@ -15,12 +15,15 @@ export interface ServerProcess {
 
 export type Runtime = 'node' | 'deno' | 'bun';
 
-/** Each runtime's command for its entry; Deno and Bun are the binaries their npm packages install. */
-const commands: Record<Runtime, [string, string[]]> = {
-  node: [process.execPath, ['--import', 'tsx', 'server.ts']],
-  deno: [path.join(root, 'node_modules/.bin/deno'), ['run', '-A', 'server.deno.ts']],
-  bun: [path.join(root, 'node_modules/.bin/bun'), ['server.bun.ts']],
-};
+/** Each runtime's entry of the service. */
+export const entries: Record<Runtime, string> = { node: 'server.ts', deno: 'server.deno.ts', bun: 'server.bun.ts' };
+
+/** The command that runs `entry` on `runtime`; Deno and Bun are the binaries their npm packages install. */
+export function runtimeCommand(runtime: Runtime, entry: string): [string, string[]] {
+  if (runtime === 'deno') return [path.join(root, 'node_modules/.bin/deno'), ['run', '-A', entry]];
+  if (runtime === 'bun') return [path.join(root, 'node_modules/.bin/bun'), [entry]];
+  return [process.execPath, ['--import', 'tsx', entry]];
+}
 
 /** Starts the entry of `runtime` (Node's `server.ts` by default) on `port` and resolves once it listens; it is stopped at teardown. */
 export async function startServer(
@@ -29,7 +32,7 @@ export async function startServer(
   env: Record<string, string>,
   runtime: Runtime = 'node',
 ): Promise<ServerProcess> {
-  const [command, args] = commands[runtime];
+  const [command, args] = runtimeCommand(runtime, entries[runtime]);
   const child = spawn(command, args, {
     cwd: root,
     // HOME: Deno keeps its cache under it. NO_COLOR: plain output to read.
