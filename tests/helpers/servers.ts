@@ -16,7 +16,7 @@ export interface ServerProcess {
 export type Runtime = 'node' | 'deno' | 'bun';
 
 /** Each runtime's entry of the service. */
-export const entries: Record<Runtime, string> = { node: 'server.ts', deno: 'server.deno.ts', bun: 'server.bun.ts' };
+const entries: Record<Runtime, string> = { node: 'server.ts', deno: 'server.deno.ts', bun: 'server.bun.ts' };
 
 /** The command that runs `entry` on `runtime`; Deno and Bun are the binaries their npm packages install. */
 export function runtimeCommand(runtime: Runtime, entry: string): [string, string[]] {
