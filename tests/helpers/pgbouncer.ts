@@ -56,12 +56,11 @@ query_timeout = 10
 logfile = ${logFile}
 `;
   await writeFile(path.join(dir, 'pgbouncer.ini'), ini);
-  const root = process.getuid?.() === 0;
-  if (root) await chown(dir, Number(await idOf('-u')), Number(await idOf('-g')));
-  const [command, args] = root
-    ? ['runuser', ['-u', 'postgres', '--', BINARY, path.join(dir, 'pgbouncer.ini')]]
-    : [BINARY, [path.join(dir, 'pgbouncer.ini')]];
-  const child = spawn(command, args, { stdio: 'ignore' });
+  // As root, PgBouncer itself is started as `postgres` (not through runuser, which would not pass the stop
+  // signal on and leave PgBouncer running after the test).
+  const user = process.getuid?.() === 0 ? { uid: Number(await idOf('-u')), gid: Number(await idOf('-g')) } : undefined;
+  if (user) await chown(dir, user.uid, user.gid);
+  const child = spawn(BINARY, [path.join(dir, 'pgbouncer.ini')], { stdio: 'ignore', ...user });
   t.teardown(async () => {
     await stopProcess(child, { signal: 'SIGINT', graceMs: 3000 });
     await rm(dir, { recursive: true, force: true });
