@@ -85,6 +85,24 @@ export const servers: ServerVariant[] = [
   },
 ];
 
+// The same service on other terms: as behind a transaction pooler (`prepare=false` in DATABASE_URL: no named
+// statements, no pipelining; docs/operations.md, "Behind PgBouncer"), yet against PostgreSQL directly, so the
+// row measures what the pooled mode costs the service itself; and on Deno and Bun.
+const service = servers.at(-1)!;
+servers.push(
+  {
+    ...service,
+    name: 'service, prepare off',
+    url: (databaseUrl) => {
+      const url = new URL(databaseUrl);
+      url.searchParams.set('prepare', 'false');
+      return url.toString();
+    },
+  },
+  { ...service, name: 'service on Deno', entry: 'server.deno.ts', runtime: 'deno' },
+  { ...service, name: 'service on Bun', entry: 'server.bun.ts', runtime: 'bun' },
+);
+
 export const scenarios: Scenario[] = [
   { name: 'Hono hello world', server: 'hello', path: '/', baseline: true },
   { name: 'first chunk', server: 'service', path: '/v1/products' },
@@ -111,6 +129,9 @@ export const scenarios: Scenario[] = [
   // request with the least work this stack allows: one prepared counter upsert, one prepared keyset select.
   { name: 'sort=priceCents, 32 clients: service', server: 'service', path: PRICE_CHUNK, connections: 32 },
   { name: 'sort=priceCents, 32 clients: floor', server: 'floor', path: PRICE_CHUNK, connections: 32 },
+  { name: 'sort=priceCents, 32 clients: service, prepare off', server: 'service, prepare off', path: PRICE_CHUNK, connections: 32 },
+  { name: 'sort=priceCents, 32 clients: service on Deno', server: 'service on Deno', path: PRICE_CHUNK, connections: 32 },
+  { name: 'sort=priceCents, 32 clients: service on Bun', server: 'service on Bun', path: PRICE_CHUNK, connections: 32 },
 ];
 
 // The rate limiter's rows (bench/limiter-scenarios.ts): the chunk with the limiter off and on, one hot key
@@ -136,6 +157,12 @@ export const comparisons: Comparison[] = [
       target: { measure: 'req/s' as const, atLeast: 0.8 },
     })),
   ),
+  // Measured, held to no target: what the pooled mode and the other runtimes cost or gain.
+  ...[', prepare off', ' on Deno', ' on Bun'].map((variant) => ({
+    label: `service${variant} / service, sort=priceCents, 32 clients`,
+    of: `sort=priceCents, 32 clients: service${variant}`,
+    to: 'sort=priceCents, 32 clients: service',
+  })),
   {
     label: 'cursor at ~900,000 / first cursor chunk',
     of: 'cursor at ~900,000',

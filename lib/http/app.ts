@@ -1,5 +1,5 @@
 // The HTTP application: routes, 404/405, and the one error handler. Built per database and config.
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import type { Database } from '../../db/client.ts';
 import { type Links, linkHeader, linksObject } from '../pagination/links.ts';
 import type { Registry } from '../pagination/registry.ts';
@@ -24,12 +24,20 @@ export interface AppDeps {
    * the bench's baseline). server.ts always turns it on.
    */
   readonly rateLimit?: LimiterOptions | false;
+  /**
+   * The socket's peer address, for the rate limit and for trusting forwarded headers: @hono/node-server's
+   * connection info by default; the Deno and Bun entries pass their runtime's.
+   */
+  readonly remoteAddress?: (c: Context) => string | undefined;
 }
 
 export function buildApp(deps: AppDeps): Hono {
   const { database, config, registry } = deps;
   const app = new Hono();
   const log = deps.log ?? ((error) => console.error(error));
+  const peer = deps.remoteAddress ?? socketAddress;
+  // Collection queries run on the read replica when there is one (DATABASE_READ_URL).
+  const collectionDeps = { ...deps, database: database.reads };
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   // Ready when the database answers, asked on the limiter's own connection: it never queues behind the
@@ -46,7 +54,7 @@ export function buildApp(deps: AppDeps): Hono {
   if (deps.rateLimit) {
     const limiter = rateLimiter(
       { sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log },
-      deps.rateLimit,
+      { remoteAddress: peer, ...deps.rateLimit },
     );
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
@@ -55,7 +63,7 @@ export function buildApp(deps: AppDeps): Hono {
   if (config.adminToken) app.route('/admin', adminRoutes(database.drizzle, config.adminToken));
 
   app.get('/v1', (c) => {
-    const base = `${baseUrl(c.req.raw, config, socketAddress(c))}/v1`;
+    const base = `${baseUrl(c.req.raw, config, peer(c))}/v1`;
     const links: Links = { self: base };
     for (const name of registry.keys()) links[name] = `${base}/${name}`;
     c.header('link', linkHeader(links));
@@ -67,8 +75,8 @@ export function buildApp(deps: AppDeps): Hono {
     if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
     // The query as the rate limiter read it for its cost, if it did (lib/pagination/serve.ts, `readQuery`), and
     // its headers, written into the chunk's response as it is made; an error's response gets them from the limiter.
-    const response = await serveCollection(c.req.raw, collection, deps, {
-      peer: socketAddress(c),
+    const response = await serveCollection(c.req.raw, collection, collectionDeps, {
+      peer: peer(c),
       read: c.get('readQuery'),
       headers: c.get('responseHeaders'),
     });

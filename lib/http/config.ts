@@ -6,6 +6,10 @@ export interface Config {
   readonly port: number;
   /** Unset: the embedded PostgreSQL default is started. */
   readonly databaseUrl: string | undefined;
+  /** The database itself when DATABASE_URL leads to a transaction pooler: migrations, seeding, the cursor secret. Unset: DATABASE_URL. */
+  readonly databaseDirectUrl: string | undefined;
+  /** A read replica for collection queries. Unset: they run on DATABASE_URL. */
+  readonly databaseReadUrl: string | undefined;
   /** Base of every absolute href; unset: taken from each request's own URL. */
   readonly publicUrl: string | undefined;
   /** Which peers are our proxies, whose X-Forwarded-For / -Host / -Proto count; none when unset. */
@@ -111,12 +115,22 @@ function parseCount(name: string, value: string | undefined, fallback: number, m
   return Number(value);
 }
 
+const POSTGRES = ['postgres:', 'postgresql:'];
+
 /** Parses the environment; throws one ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
   const publicUrl = parseUrl('PUBLIC_URL', optional(env, 'PUBLIC_URL'), ['http:', 'https:']);
+  if (optional(env, 'DATABASE_URL') === undefined) {
+    // Both name other ways to one database; the embedded default is a server of its own.
+    for (const name of ['DATABASE_DIRECT_URL', 'DATABASE_READ_URL']) {
+      if (optional(env, name) !== undefined) throw new ConfigError(`Invalid ${name}: it needs DATABASE_URL, the database it leads to`);
+    }
+  }
   return Object.freeze({
     port: parsePort(optional(env, 'PORT')),
-    databaseUrl: parseUrl('DATABASE_URL', optional(env, 'DATABASE_URL'), ['postgres:', 'postgresql:']),
+    databaseUrl: parseUrl('DATABASE_URL', optional(env, 'DATABASE_URL'), POSTGRES),
+    databaseDirectUrl: parseUrl('DATABASE_DIRECT_URL', optional(env, 'DATABASE_DIRECT_URL'), POSTGRES),
+    databaseReadUrl: parseUrl('DATABASE_READ_URL', optional(env, 'DATABASE_READ_URL'), POSTGRES),
     publicUrl: publicUrl?.replace(/\/+$/, ''),
     trustProxy: parseTrustProxy(optional(env, 'TRUST_PROXY')),
     adminToken: parseSecret('ADMIN_TOKEN', optional(env, 'ADMIN_TOKEN'), 16),

@@ -144,6 +144,8 @@ const unavailableCodes = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
   '57014', // query_canceled (statement_timeout)
+  '40001', // on a read replica: a query cancelled for a conflict with recovery (the service runs nothing serializable)
+  '08P01', // PgBouncer's own refusals: no server connection in time (query_wait_timeout), query_timeout, a server that went away
 ]);
 
 export function isDatabaseUnavailable(error: unknown): boolean {

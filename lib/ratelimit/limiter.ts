@@ -107,7 +107,8 @@ interface Batch {
 /**
  * Statements the limiter keeps on the wire at once. The second goes out while the first runs, behind it
  * on the one connection (postgres.js pipelines them): the backend starts it as soon as the first commits,
- * with no round trip through this process in between. A third would only wait in the socket.
+ * with no round trip through this process in between. A third would only wait in the socket. On a
+ * connection that may not pipeline (behind a transaction pooler) one: the next batch collects meanwhile.
  */
 const PIPELINE_DEPTH = 2;
 
@@ -121,7 +122,7 @@ const RELEASE_RETRY_MS = 250;
 const PLAIN_CLIENT_DEADLINE_MS = 60_000;
 
 function plainConnection(sql: Sql): OwnConnection {
-  return { sql, deadlineMs: PLAIN_CLIENT_DEADLINE_MS, renew() {} };
+  return { sql, deadlineMs: PLAIN_CLIENT_DEADLINE_MS, pipelining: true, renew() {} };
 }
 
 function ignore(): void {}
@@ -132,7 +133,7 @@ function unwaited(subject: string, lease: Lease): PendingRelease {
 }
 
 /**
- * The limiter's client. It keeps at most PIPELINE_DEPTH statements in flight: whatever is asked for
+ * The limiter's client. It keeps at most PIPELINE_DEPTH statements in flight (one without pipelining): whatever is asked for
  * meanwhile, the decisions of requests that begin and the lease releases of requests that end, goes to
  * the database as the next statement, rate_decide (or rate_release when it holds releases only), sent once
  * one in flight has answered. Idle, a decision goes at once (in the next turn of the event loop); under
@@ -148,6 +149,7 @@ function unwaited(subject: string, lease: Lease): PendingRelease {
  */
 export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: number, timeoutMs = Number.POSITIVE_INFINITY): Limiter {
   const own = typeof connection === 'function' ? plainConnection(connection) : connection;
+  const depth = own.pipelining ? PIPELINE_DEPTH : 1;
   /** The batch that the next statement will carry, if anything was asked for since the last one went. */
   let collecting: Batch | undefined;
   /** Releases that failed, sent again with the next statement (or on a timer) while their lease lives. */
@@ -164,7 +166,7 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
   }
 
   function schedule(): void {
-    if (scheduled || onCurrentConnection() >= PIPELINE_DEPTH) return;
+    if (scheduled || onCurrentConnection() >= depth) return;
     scheduled = true;
     setImmediate(flush);
   }

@@ -7,6 +7,8 @@ t.test('defaults', async (t) => {
   t.same(config, {
     port: 3000,
     databaseUrl: undefined,
+    databaseDirectUrl: undefined,
+    databaseReadUrl: undefined,
     publicUrl: undefined,
     trustProxy: { kind: 'none' },
     adminToken: undefined,
@@ -37,6 +39,13 @@ t.test('good values', async (t) => {
   t.equal(parseConfig({ STATEMENT_TIMEOUT_MS: '1500' }).statementTimeoutMs, 1500);
   t.equal(parseConfig({ POOL_TIMEOUT_MS: '250' }).poolTimeoutMs, 250);
   for (const size of [1, 4, 100]) t.equal(parseConfig({ DATABASE_POOL_SIZE: String(size) }).databasePoolSize, size, `pool of ${size}`);
+  const split = parseConfig({
+    DATABASE_URL: 'postgres://u@pooler:6432/db?prepare=false',
+    DATABASE_DIRECT_URL: 'postgres://u@primary:5432/db',
+    DATABASE_READ_URL: 'postgresql://u@replica:5432/db',
+  });
+  t.equal(split.databaseDirectUrl, 'postgres://u@primary:5432/db');
+  t.equal(split.databaseReadUrl, 'postgresql://u@replica:5432/db');
 });
 
 t.test('bad values stop start-up with a message naming the variable', async (t) => {
@@ -46,6 +55,8 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { PORT: '-1' },
     { DATABASE_URL: 'not a url' },
     { DATABASE_URL: 'mysql://h/db' },
+    { DATABASE_DIRECT_URL: 'postgres://u@h/db' }, // without DATABASE_URL
+    { DATABASE_READ_URL: 'postgres://u@h/db' },
     { PUBLIC_URL: 'ftp://x' },
     { TRUST_PROXY: 'perhaps' },
     { TRUST_PROXY: '10.0.0.0/33' },
@@ -68,6 +79,14 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
   for (const env of bad) {
     const name = Object.keys(env)[0]!;
     t.throws(() => parseConfig(env), ConfigError, name);
+    if (name.startsWith('DATABASE_') && name !== 'DATABASE_POOL_SIZE' && name !== 'DATABASE_URL') {
+      // Beside a good DATABASE_URL, a URL that is not one is refused too.
+      t.throws(
+        () => parseConfig({ DATABASE_URL: 'postgres://u@h/db', [name]: 'mysql://h/db' }),
+        new RegExp(`^Invalid ${name}: expected`),
+        name,
+      );
+    }
     try {
       parseConfig(env);
     } catch (error) {
