@@ -114,7 +114,7 @@ export function problemBody(error: ApiError, requestId: string): string {
 }
 
 /** The headers of an error's answer beyond the body's type and the request id: its own, and a 401's challenge. */
-export function problemHeaders(error: ApiError): Record<string, string> {
+function problemHeaders(error: ApiError): Record<string, string> {
   const challenge = challenges[error.code];
   const own = error.options.headers ?? {};
   return challenge === undefined ? own : { 'www-authenticate': challenge, ...own };
