@@ -4,7 +4,8 @@ import { testApp } from '../helpers/app.ts';
 import { chargedUnits } from '../helpers/limiter.ts';
 import { listening } from '../helpers/listening.ts';
 
-const EXPOSED = 'Link, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, Retry-After, ETag, X-Request-Id';
+const EXPOSED =
+  'Link, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, Retry-After, ETag, X-Request-Id';
 
 const preflight = (origin: string) => ({
   method: 'OPTIONS',
