@@ -13,7 +13,7 @@ export function weakEtag(body: string): string {
 }
 
 /** Whether If-None-Match names `etag`, by weak comparison (RFC 9110 section 13.1.2): `*`, or one of its tags. */
-export function ifNoneMatchHits(header: string, etag: string): boolean {
+function ifNoneMatchHits(header: string, etag: string): boolean {
   const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;
   for (const entry of header.split(',')) {
     const tag = entry.trim();
