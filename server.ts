@@ -1,9 +1,7 @@
 // Entry point: read the config, open the database, build the app, serve, shut down cleanly.
-import { createServer, maxHeaderSize, type Server } from 'node:http';
-import { getRequestListener, RequestError } from '@hono/node-server';
-import { clientErrorHandler } from './lib/http/client-error.ts';
+import type { Server } from 'node:http';
 import type { Config } from './lib/http/config.ts';
-import { ApiError, problemResponse } from './lib/http/errors.ts';
+import { httpServer } from './lib/http/listener.ts';
 import { gracefulShutdown } from './lib/http/shutdown.ts';
 import { describeFailure, readConfig, startService } from './lib/http/startup.ts';
 
@@ -23,20 +21,7 @@ function listen(server: Server, port: number): Promise<void> {
 async function start(config: Config) {
   const { app, release, abandon } = await startService(config, { log });
 
-  // A request the adapter cannot turn into a Request (bad or missing Host header, HTTP/1.0 without one)
-  // is still answered with problem+json, not an empty 400.
-  const listener = getRequestListener(app.fetch, {
-    errorHandler: (error) =>
-      problemResponse(
-        error instanceof RequestError
-          ? new ApiError('invalid_parameter', `Bad request: ${error.message}`, { invalidParams: [{ name: 'Host', reason: error.message }] })
-          : new ApiError('internal_error', 'Internal error'),
-      ),
-  });
-  // node:http would answer a missing Host itself, with an empty 400; the adapter's check above answers it.
-  const server = createServer({ requireHostHeader: false }, listener);
-  // What the parser refuses before any handler runs (control bytes, bad Content-Length, 16 KiB of headers).
-  server.on('clientError', clientErrorHandler({ maxHeaderSize }));
+  const server = httpServer(app);
   const shutdown = gracefulShutdown(server, {
     timeoutMs: config.shutdownTimeoutMs,
     log,

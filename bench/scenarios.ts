@@ -50,6 +50,7 @@ export interface Comparison {
 }
 
 const PRICE_CHUNK = '/v1/products?page-size=20&sort=priceCents';
+const HUNDRED_ITEMS = '/v1/products?limit=100&count=none';
 
 /** The path and query of an absolute href from a chunk's links. */
 function pathOf(href: string): string {
@@ -123,6 +124,27 @@ export const scenarios: Scenario[] = [
       const href = body._links?.next?.href;
       if (!response.ok || !href) throw new Error(`since_id=900000 answered ${response.status} without a next link`);
       return { path: pathOf(href) };
+    },
+  },
+  // A 100-item chunk (about 12 KB of JSON) as it is and compressed (lib/http/compression.ts): what compressing
+  // costs per request, beside the same chunk sent as it is.
+  { name: '100 items, as they are', server: 'service', path: HUNDRED_ITEMS },
+  { name: '100 items, gzip', server: 'service', path: HUNDRED_ITEMS, headers: { 'accept-encoding': 'gzip' } },
+  { name: '100 items, br', server: 'service', path: HUNDRED_ITEMS, headers: { 'accept-encoding': 'gzip, deflate, br' } },
+  {
+    // A client polling the time variant's poll link of the newest events with the ETag it has: a 304, whose
+    // units the limiter gives back in the lease release (docs/rate-limit.md, "Conditional requests are free").
+    name: 'poll link, 304',
+    server: 'service',
+    expectStatus: 304,
+    setup: async ({ origin }) => {
+      const newest = (await (await fetch(`${origin}/v1/events?page-size=20`)).json()) as { _links: { prev: { href: string } } };
+      const empty = (await (await fetch(newest._links.prev.href)).json()) as { _links: { poll?: { href: string } } };
+      const poll = empty._links.poll?.href;
+      if (!poll) throw new Error('The chunk past the newest event has no poll link');
+      const etag = (await fetch(poll)).headers.get('etag');
+      if (!etag) throw new Error('The poll link answered without an ETag');
+      return { path: pathOf(poll), headers: { 'if-none-match': etag } };
     },
   },
   // The service's rate-limited chunk (limiter and concurrency cap on) beside the floor answering the same

@@ -8,10 +8,14 @@ import { adminRoutes } from '../ratelimit/admin.ts';
 import { issueKeyHandler } from '../ratelimit/keys.ts';
 import { type LimiterOptions, rateLimiter } from '../ratelimit/middleware.ts';
 import { limitBody } from './body.ts';
+import { compression } from './compression.ts';
+import { conditionalRequests } from './conditional.ts';
 import type { Config } from './config.ts';
+import { corsPolicy } from './cors.ts';
 import { answeredInTime, withTimeout } from './deadline.ts';
 import { ApiError, methodNotAllowed, onError } from './errors.ts';
 import { baseUrl, socketAddress } from './forwarding.ts';
+import { requestIds } from './request-id.ts';
 
 export interface AppDeps {
   readonly database: Database;
@@ -39,6 +43,11 @@ export function buildApp(deps: AppDeps): Hono {
   // Collection queries run on the read replica when there is one (DATABASE_READ_URL).
   const collectionDeps = { ...deps, database: database.reads };
 
+  // First of all: every answer carries its request id, and CORS preflights are answered here, before the
+  // rate limiter, so that they touch no database and cost nothing.
+  app.use(requestIds());
+  app.use(corsPolicy(config.corsOrigins));
+
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   // Ready when the database answers, asked on the limiter's own connection: it never queues behind the
   // client queries that fill the pool (a busy pool is not a failed instance), and it is the connection
@@ -58,17 +67,23 @@ export function buildApp(deps: AppDeps): Hono {
     );
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
+  // Inside the limiter, which so sees a 304 and gives its units back; compression outside the conditional
+  // check, which spares it a body a 304 drops.
+  app.use('/v1/*', compression());
+  app.use('/v1/*', conditionalRequests());
   app.post('/v1/keys', limitBody(), issueKeyHandler(database.drizzle));
   app.all('/v1/keys', methodNotAllowed('POST'));
   if (config.adminToken) app.route('/admin', adminRoutes(database.drizzle, config.adminToken));
 
-  app.get('/v1', (c) => {
+  function index(c: Context): Response {
     const base = `${baseUrl(c.req.raw, config, peer(c))}/v1`;
     const links: Links = { self: base };
     for (const name of registry.keys()) links[name] = `${base}/${name}`;
     c.header('link', linkHeader(links));
     return c.json({ _links: linksObject(links) });
-  });
+  }
+  app.get('/v1', index);
+  app.get('/v1/', index); // a trailing slash is the same index; the limiter charges it the same single unit
 
   app.get('/v1/:collection', async (c) => {
     const collection = registry.get(c.req.param('collection'));
@@ -87,6 +102,7 @@ export function buildApp(deps: AppDeps): Hono {
   app.all('/healthz', methodNotAllowed('GET, HEAD'));
   app.all('/readyz', methodNotAllowed('GET, HEAD'));
   app.all('/v1', methodNotAllowed('GET, HEAD'));
+  app.all('/v1/', methodNotAllowed('GET, HEAD'));
   app.all('/v1/:collection', methodNotAllowed('GET, HEAD'));
 
   app.notFound(() => {

@@ -26,6 +26,8 @@ export interface Config {
   readonly poolTimeoutMs: number;
   /** Connections of the pool for data queries (the rate limiter has one of its own besides). */
   readonly databasePoolSize: number;
+  /** The origins whose browser pages may read the API's answers: `*` (any), or a list of exact origins. */
+  readonly corsOrigins: '*' | readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -116,6 +118,28 @@ function parseCount(name: string, value: string | undefined, fallback: number, m
 }
 
 const POSTGRES = ['postgres:', 'postgresql:'];
+/**
+ * CORS_ORIGINS: `*`, or a comma list of origins as browsers send them (`https://app.example.com`, with a
+ * port when it is not the scheme's own): a scheme, a host, a port, and nothing else.
+ */
+function parseCorsOrigins(value: string | undefined): '*' | readonly string[] {
+  if (value === undefined || value.trim() === '*') return '*';
+  const origins = value.split(',').map((part) => part.trim());
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError(
+        `Invalid CORS_ORIGINS: "${origin}" is not an origin; expected * or a comma list such as https://app.example.com,http://localhost:5173`,
+      );
+    }
+  }
+  return Object.freeze(origins);
+}
 
 /** Parses the environment; throws one ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
@@ -140,5 +164,6 @@ export function parseConfig(env: Env): Config {
     poolTimeoutMs: parseMilliseconds('POOL_TIMEOUT_MS', optional(env, 'POOL_TIMEOUT_MS'), 2000, 100, 3_600_000),
     // Each connection is a PostgreSQL backend (max_connections is 100 by default, shared by every instance).
     databasePoolSize: parseCount('DATABASE_POOL_SIZE', optional(env, 'DATABASE_POOL_SIZE'), 10, 1, 100),
+    corsOrigins: parseCorsOrigins(optional(env, 'CORS_ORIGINS')),
   });
 }

@@ -37,6 +37,17 @@ export interface Decision {
   readonly now: number;
   /** The concurrency lease this request holds, to be released when it ends. */
   readonly lease: Lease | undefined;
+  /** Units charged: the cost capped at the allowance; 0 when declined. */
+  readonly charged: number;
+}
+
+/**
+ * Units a lease's release gives back (a 304's: docs/rate-limit.md, "Conditional requests are free"): what
+ * its decision charged, and the expiry of the bucket they went into, which is the decision's `reset`.
+ */
+interface Refund {
+  readonly units: number;
+  readonly bucketExpiry: number;
 }
 
 /** A slot of the subject's concurrency cap, and the token of this request's hold on it. */
@@ -61,9 +72,11 @@ export interface Limiter {
    * Ends a lease; resolves once the slot is free for the subject's next request, at any instance. Rejects
    * when the database fails it (it is away), or with a 503 once the timeout has passed; the release itself
    * goes on: one that failed is kept and sent again with the limiter's next statements until the database
-   * takes it or the lease has expired anyway.
+   * takes it or the lease has expired anyway. `refund`: units given back with it, in the same statement;
+   * the database gives them back with the lease's first release only, so a release sent again never
+   * refunds twice.
    */
-  release(subject: string, lease: Lease): Promise<void>;
+  release(subject: string, lease: Lease, refund?: Refund): Promise<void>;
 }
 
 /** A caller waiting for the limiter: a decision, or a release. */
@@ -84,6 +97,7 @@ interface PendingDecision extends Waiter {
 interface PendingRelease extends Waiter {
   readonly subject: string;
   readonly lease: Lease;
+  readonly refund: Refund | undefined;
   resolve(): void;
 }
 
@@ -128,8 +142,8 @@ function plainConnection(sql: Sql): OwnConnection {
 function ignore(): void {}
 
 /** A release nobody waits for: one tried again, or the lease of a decision given up on. */
-function unwaited(subject: string, lease: Lease): PendingRelease {
-  return { subject, lease, deadline: Number.POSITIVE_INFINITY, settled: true, resolve: ignore, reject: ignore };
+function unwaited(subject: string, lease: Lease, refund?: Refund): PendingRelease {
+  return { subject, lease, refund, deadline: Number.POSITIVE_INFINITY, settled: true, resolve: ignore, reject: ignore };
 }
 
 /**
@@ -216,8 +230,8 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
 
   function owe(failed: PendingRelease[]): void {
     const now = performance.now();
-    for (const { subject, lease } of failed) {
-      if (lease.expiresAt > now) owed.push(unwaited(subject, lease));
+    for (const { subject, lease, refund } of failed) {
+      if (lease.expiresAt > now) owed.push(unwaited(subject, lease, refund));
     }
     if (owed.length > MAX_OWED_RELEASES) owed.splice(0, owed.length - MAX_OWED_RELEASES);
     if (owed.length > 0 && retryTimer === undefined) {
@@ -310,8 +324,10 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
     const subjects = arrayLiteral(ending.map((pending) => pending.subject));
     const slots = arrayLiteral(ending.map((pending) => pending.lease.slot));
     const tokens = arrayLiteral(ending.map((pending) => pending.lease.token));
+    const refunds = arrayLiteral(ending.map((pending) => pending.refund?.units ?? 0));
+    const expiries = arrayLiteral(ending.map((pending) => pending.refund?.bucketExpiry ?? 0));
     if (batch.length === 0) {
-      return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
+      return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[])`;
     }
     const inputs = batch.map((pending) => pending.input);
     // Key hashes travel in hex, cast back in rate_decide.
@@ -320,7 +336,7 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
         ${arrayLiteral(inputs.map((input) => input.keyHash?.toString('hex') ?? null))}::text[],
         ${arrayLiteral(inputs.map((input) => input.ipSubject))}::text[], ${arrayLiteral(inputs.map((input) => input.ipTier))}::text[],
         ${arrayLiteral(inputs.map((input) => input.cost))}::int[], ${arrayLiteral(inputs.map((input) => input.clockOffset))}::float8[],
-        ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
+        ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[])`;
   }
 
   const deadline = () => (timeoutMs === Number.POSITIVE_INFINITY ? timeoutMs : performance.now() + timeoutMs);
@@ -332,9 +348,9 @@ export function databaseLimiter(connection: OwnConnection | Sql, leaseTtl: numbe
         schedule();
       });
     },
-    release(subject, lease) {
+    release(subject, lease, refund) {
       return new Promise<void>((resolve, reject) => {
-        collect().releases.push({ subject, lease, deadline: deadline(), settled: false, resolve, reject });
+        collect().releases.push({ subject, lease, refund, deadline: deadline(), settled: false, resolve, reject });
         schedule();
       });
     },
@@ -380,6 +396,7 @@ function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
     reset: row.reset as number,
     retryAfter: row.retry_after as number,
     now: row.now_second as number,
+    charged: row.charged as number,
     lease:
       row.lease_slot === null
         ? undefined

@@ -17,6 +17,7 @@ t.test('defaults', async (t) => {
     statementTimeoutMs: 5000,
     poolTimeoutMs: 2000,
     databasePoolSize: 10,
+    corsOrigins: '*',
   });
   t.ok(Object.isFrozen(config));
 });
@@ -46,6 +47,11 @@ t.test('good values', async (t) => {
   });
   t.equal(split.databaseDirectUrl, 'postgres://u@primary:5432/db');
   t.equal(split.databaseReadUrl, 'postgresql://u@replica:5432/db');
+  t.same(parseConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173' }).corsOrigins, [
+    'https://app.example.com',
+    'http://localhost:5173',
+  ]);
+  t.equal(parseConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');
 });
 
 t.test('bad values stop start-up with a message naming the variable', async (t) => {
@@ -69,6 +75,10 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { STATEMENT_TIMEOUT_MS: '5s' },
     { STATEMENT_TIMEOUT_MS: '0' },
     { POOL_TIMEOUT_MS: '-1' },
+    { CORS_ORIGINS: 'https://app.example.com/' },
+    { CORS_ORIGINS: 'app.example.com' },
+    { CORS_ORIGINS: 'https://a.example,,https://b.example' },
+    { CORS_ORIGINS: 'ftp://files.example' },
     { POOL_TIMEOUT_MS: '99' },
     { DATABASE_POOL_SIZE: '0' },
     { DATABASE_POOL_SIZE: '101' },
