@@ -1,40 +1,10 @@
 // Entry point: read the config, open the database, build the app, serve, shut down cleanly.
-import { createServer, maxHeaderSize, type Server } from 'node:http';
-import { getRequestListener, RequestError } from '@hono/node-server';
-import postgres, { type Sql } from 'postgres';
-import { openDatabase } from './db/client.ts';
-import { resolveDatabaseUrl } from './db/embedded.ts';
-import { runMigrations } from './db/migrate.ts';
-import { defaultSizes, seedIfEmpty } from './db/seed.ts';
-import { buildApp } from './lib/http/app.ts';
-import { clientErrorHandler } from './lib/http/client-error.ts';
-import { type Config, ConfigError, parseConfig } from './lib/http/config.ts';
-import { ApiError, problemResponse } from './lib/http/errors.ts';
-import { createLogger, type Logger } from './lib/http/logger.ts';
+import type { Server } from 'node:http';
+import type { Config } from './lib/http/config.ts';
+import { httpServer } from './lib/http/listener.ts';
+import { createLogger } from './lib/http/logger.ts';
 import { gracefulShutdown } from './lib/http/shutdown.ts';
-import { loadCursorSecret } from './lib/pagination/cursor-secret.ts';
-import { demoRegistry } from './lib/pagination/demo-collections.ts';
-
-function readConfig(): Config {
-  try {
-    return parseConfig(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(1);
-    }
-    throw error;
-  }
-}
-
-/** A start-up failure as the one line an operator reads: a stack trace tells them nothing more. */
-function describeFailure(error: unknown, port: number): string {
-  const { code, syscall, message } = error as NodeJS.ErrnoException;
-  if (syscall === 'listen' && code === 'EADDRINUSE') return `port ${port} is in use: set PORT to a free one`;
-  if (syscall === 'listen' && code === 'EACCES') return `port ${port} needs privileges: set PORT to 1024 or above`;
-  // postgres.js reports a refused connection to "localhost" as an AggregateError with no message.
-  return message || code || String(error);
-}
+import { describeFailure, readConfig, startService } from './lib/http/startup.ts';
 
 function listen(server: Server, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -46,61 +16,12 @@ function listen(server: Server, port: number): Promise<void> {
   });
 }
 
-/**
- * One warning line when the PostgreSQL server runs with autovacuum off (a server setting, not one of a
- * database): the rate limiter rewrites a row of `rate_windows` on every request, and without autovacuum
- * nothing removes the dead versions, so the table and every decision's work keep growing
- * (docs/operations.md, "Autovacuum").
- */
-async function warnWithoutAutovacuum(sql: Sql, logger: Logger): Promise<void> {
-  const [row] = await sql`select current_setting('autovacuum') as autovacuum`;
-  if (row?.autovacuum !== 'on') {
-    logger.warn(
-      `autovacuum is ${row?.autovacuum ?? 'unknown'} on this PostgreSQL server; the rate limiter's table rate_windows needs it, or its dead rows pile up and slow every request (docs/operations.md, "Autovacuum")`,
-    );
-  }
-}
-
 /** Everything up to listening; resolves to what a stop signal should run. */
-async function start(config: Config, logger: Logger) {
-  const log = (line: string) => logger.info(line);
-  const postgresServer = await resolveDatabaseUrl(config.databaseUrl, log);
-  await runMigrations(postgresServer.url);
-  const seeded = await seedIfEmpty(postgresServer.url, defaultSizes, (url) => postgres(url, { max: 1, onnotice: () => {} }));
-  if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
-
-  const database = openDatabase(postgresServer.url, {
-    max: config.databasePoolSize,
-    statementTimeoutMs: config.statementTimeoutMs,
-    poolTimeoutMs: config.poolTimeoutMs,
-  });
-  const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
-  await warnWithoutAutovacuum(database.sql, logger);
+async function start(config: Config) {
   let draining = false;
-  const app = buildApp({
-    database,
-    config,
-    registry: demoRegistry(),
-    cursorSecret,
-    rateLimit: {},
-    logger,
-    draining: () => draining,
-  });
+  const { app, release, abandon } = await startService(config, { logger, draining: () => draining });
 
-  // A request the adapter cannot turn into a Request (bad or missing Host header, HTTP/1.0 without one)
-  // is still answered with problem+json, not an empty 400.
-  const listener = getRequestListener(app.fetch, {
-    errorHandler: (error) =>
-      problemResponse(
-        error instanceof RequestError
-          ? new ApiError('invalid_parameter', `Bad request: ${error.message}`, { invalidParams: [{ name: 'Host', reason: error.message }] })
-          : new ApiError('internal_error', 'Internal error'),
-      ),
-  });
-  // node:http would answer a missing Host itself, with an empty 400; the adapter's check above answers it.
-  const server = createServer({ requireHostHeader: false }, listener);
-  // What the parser refuses before any handler runs (control bytes, bad Content-Length, 16 KiB of headers).
-  server.on('clientError', clientErrorHandler({ maxHeaderSize }));
+  const server = httpServer(app);
   const shutdown = gracefulShutdown(server, {
     drainMs: config.shutdownDrainMs,
     onSignal: () => {
@@ -108,30 +29,28 @@ async function start(config: Config, logger: Logger) {
     },
     timeoutMs: config.shutdownTimeoutMs,
     log,
-    async release() {
-      await database.close();
-      await postgresServer.stop();
-    },
-    abandon: () => postgresServer.abandon(),
+    release,
+    abandon,
     exit: (code) => process.exit(code),
   });
   await listen(server, config.port);
   return shutdown;
 }
 
-const config = readConfig();
+const config = readConfig(process.env);
 // JSON lines for whatever collects them; readable ones when a person watches the terminal.
 const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY });
+const log = (line: string) => logger.info(line);
 // Stop signals during start-up end the process at once; the embedded PostgreSQL, if one was started,
 // is stopped by its exit hook. Once serving, they drain first. SIGHUP: the terminal went away.
 let onStopSignal: (signal: NodeJS.Signals) => void = (signal) => {
-  logger.info(`${signal} during start-up: exiting`);
+  log(`${signal} during start-up: exiting`);
   process.exit(1);
 };
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, (received) => onStopSignal(received));
 
-onStopSignal = await start(config, logger).catch((error: unknown) => {
+onStopSignal = await start(config).catch((error: unknown) => {
   console.error(`Could not start: ${describeFailure(error, config.port)}`);
   return process.exit(1);
 });
-logger.info(`Listening on http://localhost:${config.port}/v1`);
+log(`Listening on http://localhost:${config.port}/v1`);

@@ -2,13 +2,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort, type PortRange, stopProcess } from '../tests/helpers/processes.ts';
+import { type Runtime, runtimeCommand } from '../tests/helpers/servers.ts';
 import { waitFor } from '../tests/helpers/wait.ts';
 
 /** A differently configured server process that scenarios can target by name. */
 export interface ServerVariant {
   name: string;
-  /** Entry file, relative to the project root; run as `node --import tsx <entry>`. */
+  /** Entry file, relative to the project root; run as `node --import tsx <entry>` unless `runtime` says otherwise. */
   entry: string;
+  /** The runtime that runs `entry` (default node): deno and bun are the binaries their npm packages install. */
+  runtime?: Runtime;
+  /** The DATABASE_URL this server gets, made from the bench database's (default: that URL as it is). */
+  url?: (databaseUrl: string) => string;
   /** Extra environment on top of the bench's own, PORT and DATABASE_URL. */
   env?: Record<string, string>;
   /** GET path that answers 200 once the server can take traffic. */
@@ -72,8 +77,9 @@ async function untilReady(child: ChildProcess, url: string, timeoutMs: number): 
 /** Starts one variant against `databaseUrl` and resolves once its ready path answers 200. */
 export async function startServer(variant: ServerVariant, databaseUrl: string, timeoutMs = 180_000): Promise<RunningServer> {
   const port = await benchPort();
-  const env = { ...process.env, ...variant.env, PORT: String(port), DATABASE_URL: databaseUrl };
-  const child = spawn(process.execPath, ['--import', 'tsx', variant.entry], {
+  const env = { ...process.env, ...variant.env, PORT: String(port), DATABASE_URL: variant.url?.(databaseUrl) ?? databaseUrl };
+  const [command, args] = runtimeCommand(variant.runtime ?? 'node', variant.entry);
+  const child = spawn(command, args, {
     cwd: projectRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -50,6 +50,7 @@ export interface Comparison {
 }
 
 const PRICE_CHUNK = '/v1/products?page-size=20&sort=priceCents';
+const HUNDRED_ITEMS = '/v1/products?limit=100&count=none';
 
 /** The path and query of an absolute href from a chunk's links. */
 function pathOf(href: string): string {
@@ -102,6 +103,24 @@ async function raiseAnonymous({ sql }: ScenarioContext): Promise<undefined> {
   return undefined;
 }
 
+// The same service on other terms: as behind a transaction pooler (`prepare=false` in DATABASE_URL: no named
+// statements, no pipelining; docs/operations.md, "Behind PgBouncer"), yet against PostgreSQL directly, so the
+// row measures what the pooled mode costs the service itself; and on Deno and Bun.
+const service = servers.find((server) => server.name === 'service')!;
+servers.push(
+  {
+    ...service,
+    name: 'service, prepare off',
+    url: (databaseUrl) => {
+      const url = new URL(databaseUrl);
+      url.searchParams.set('prepare', 'false');
+      return url.toString();
+    },
+  },
+  { ...service, name: 'service on Deno', entry: 'server.deno.ts', runtime: 'deno' },
+  { ...service, name: 'service on Bun', entry: 'server.bun.ts', runtime: 'bun' },
+);
+
 export const scenarios: Scenario[] = [
   { name: 'Hono hello world', server: 'hello', path: '/', baseline: true },
   { name: 'first chunk', server: 'service', path: '/v1/products' },
@@ -124,6 +143,27 @@ export const scenarios: Scenario[] = [
       return { path: pathOf(href) };
     },
   },
+  // A 100-item chunk (about 12 KB of JSON) as it is and compressed (lib/http/compression.ts): what compressing
+  // costs per request, beside the same chunk sent as it is.
+  { name: '100 items, as they are', server: 'service', path: HUNDRED_ITEMS },
+  { name: '100 items, gzip', server: 'service', path: HUNDRED_ITEMS, headers: { 'accept-encoding': 'gzip' } },
+  { name: '100 items, br', server: 'service', path: HUNDRED_ITEMS, headers: { 'accept-encoding': 'gzip, deflate, br' } },
+  {
+    // A client polling the time variant's poll link of the newest events with the ETag it has: a 304, whose
+    // units the limiter gives back in the lease release (docs/rate-limit.md, "Conditional requests are free").
+    name: 'poll link, 304',
+    server: 'service',
+    expectStatus: 304,
+    setup: async ({ origin }) => {
+      const newest = (await (await fetch(`${origin}/v1/events?page-size=20`)).json()) as { _links: { prev: { href: string } } };
+      const empty = (await (await fetch(newest._links.prev.href)).json()) as { _links: { poll?: { href: string } } };
+      const poll = empty._links.poll?.href;
+      if (!poll) throw new Error('The chunk past the newest event has no poll link');
+      const etag = (await fetch(poll)).headers.get('etag');
+      if (!etag) throw new Error('The poll link answered without an ETag');
+      return { path: pathOf(poll), headers: { 'if-none-match': etag } };
+    },
+  },
   // The service's rate-limited chunk (limiter and concurrency cap on) beside the floor answering the same
   // request with the least work this stack allows: one prepared counter upsert, one prepared keyset select.
   { name: 'sort=priceCents, 32 clients: service', server: 'service', path: PRICE_CHUNK, connections: 32 },
@@ -142,6 +182,9 @@ export const scenarios: Scenario[] = [
     connections: 32,
     setup: raiseAnonymous,
   },
+  { name: 'sort=priceCents, 32 clients: service, prepare off', server: 'service, prepare off', path: PRICE_CHUNK, connections: 32 },
+  { name: 'sort=priceCents, 32 clients: service on Deno', server: 'service on Deno', path: PRICE_CHUNK, connections: 32 },
+  { name: 'sort=priceCents, 32 clients: service on Bun', server: 'service on Bun', path: PRICE_CHUNK, connections: 32 },
 ];
 
 // The rate limiter's rows (bench/limiter-scenarios.ts): the chunk with the limiter off and on, one hot key
@@ -167,6 +210,12 @@ export const comparisons: Comparison[] = [
       target: { measure: 'req/s' as const, atLeast: 0.8 },
     })),
   ),
+  // Measured, held to no target: what the pooled mode and the other runtimes cost or gain.
+  ...[', prepare off', ' on Deno', ' on Bun'].map((variant) => ({
+    label: `service${variant} / service, sort=priceCents, 32 clients`,
+    of: `sort=priceCents, 32 clients: service${variant}`,
+    to: 'sort=priceCents, 32 clients: service',
+  })),
   {
     label: 'service with its request log / without (LOG_LEVEL=silent), sort=priceCents, 32 clients',
     of: 'sort=priceCents, 32 clients: service',

@@ -21,6 +21,11 @@ export interface OwnConnection {
    */
   readonly deadlineMs: number;
   /**
+   * Whether a second statement may be sent while one is in flight (postgres.js pipelines it on the
+   * connection); false behind a transaction pooler, which loses track of a pipelined exchange.
+   */
+  readonly pipelining: boolean;
+  /**
    * Ends `stale` at once and makes a fresh client current; nothing when `stale` is no longer current.
    * Every statement queued or sent on `stale` is rejected and never sent again, on any connection.
    */
@@ -32,7 +37,7 @@ export interface Database {
   readonly drizzle: Drizzle;
   /**
    * One connection for the rate limiter's decisions and lease releases (lib/ratelimit/limiter.ts keeps at most two
-   * statements in flight on it, pipelined), and for readiness: they never queue behind data queries that
+   * statements in flight on it, pipelined, or one behind a transaction pooler), and for readiness: they never queue behind data queries that
    * fill the pool, so the limiter keeps answering, and declining, while the collections are slow.
    */
   readonly limiter: OwnConnection;
@@ -41,7 +46,13 @@ export interface Database {
    * plus the time a query may wait for a connection of the pool (or for one that stopped answering).
    */
   readonly queryDeadlineMs: number;
-  /** Closes both, letting statements in flight finish for up to 5 s. */
+  /**
+   * Where collection queries run: the same database with `sql` and `drizzle` on the pool of a read replica
+   * (DATABASE_READ_URL), or this database itself. Everything else (the limiter, keys, the operator API,
+   * housekeeping) stays on the primary.
+   */
+  readonly reads: Database;
+  /** Closes them all, letting statements in flight finish for up to 5 s. */
   close(): Promise<void>;
 }
 
@@ -54,14 +65,33 @@ export interface DatabaseOptions {
   readonly poolTimeoutMs?: number;
   /** `statement_timeout` of the limiter's connection, in ms (default 2500). */
   readonly limiterTimeoutMs?: number;
+  /**
+   * `url` leads to a transaction pooler (PgBouncer, db/probe.ts): a server connection is a client's only for
+   * one transaction, so no statement is named (it would be gone at the next), none is pipelined behind
+   * another, and no setting is sent at connect (PgBouncer refuses `statement_timeout` there: the pooler's
+   * own `query_timeout` stands in for it). Default false.
+   */
+  readonly pooled?: boolean;
+  /** A read replica for collection queries (Database.reads), and whether a pooler leads to it. */
+  readonly read?: { readonly url: string; readonly pooled?: boolean };
 }
 
 /** What a connection that works needs beyond the server's statement_timeout to report the cancellation. */
 const DEADLINE_MARGIN_MS = 1000;
 
+/** The options postgres.js needs for a connection that a transaction pooler hands out, or for one of its own. */
+function connectionOptions(pooled: boolean, applicationName: string, statementTimeoutMs: number) {
+  return pooled
+    ? // max_pipeline 0: a connection takes its next statement once the last one has answered (1 would let one
+      // more go behind it). Nothing here uses sql.begin(), which needs pipelining on.
+      { prepare: false, max_pipeline: 0, connection: { application_name: applicationName } }
+    : { connection: { application_name: applicationName, statement_timeout: statementTimeoutMs } };
+}
+
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
   const limiterTimeoutMs = options.limiterTimeoutMs ?? 2500;
+  const pooled = options.pooled ?? false;
   const common = {
     // int8 values (counts, ids, the limiter's seconds and lease tokens) arrive as JS numbers rather than
     // strings: the one place bigints become numbers. Every one this service reads is far below 2^53.
@@ -75,12 +105,10 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     idle_timeout: 30,
     onnotice: () => {},
   } satisfies Options<Record<string, postgres.PostgresType>>;
-  const sql = postgres(url, {
-    ...common,
-    max: options.max ?? 10,
-    // The server cancels a data query that runs (or waits for a lock) longer than this: a 503, not a hang.
-    connection: { application_name: 'collections', statement_timeout: statementTimeoutMs },
-  });
+  // The server cancels a data query that runs (or waits for a lock) longer than statementTimeoutMs: a 503, not a hang.
+  const pool = (poolUrl: string, poolPooled: boolean) =>
+    postgres(poolUrl, { ...common, max: options.max ?? 10, ...connectionOptions(poolPooled, 'collections', statementTimeoutMs) });
+  const sql = pool(url, pooled);
   const limiter = ownConnection(
     () =>
       postgres(url, {
@@ -91,22 +119,34 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
         // connection is renewed while it reconnects. The limiter sends its arrays as literals instead.
         fetch_types: false,
         // A decision the limiter has given up on must not be made much later, behind a lock.
-        connection: { application_name: 'collections-limiter', statement_timeout: limiterTimeoutMs },
+        ...connectionOptions(pooled, 'collections-limiter', limiterTimeoutMs),
       }),
     limiterTimeoutMs + DEADLINE_MARGIN_MS,
+    !pooled,
   );
-  return {
-    sql,
-    drizzle: drizzle(sql, { schema }),
+  const readSql = options.read ? pool(options.read.url, options.read.pooled ?? false) : undefined;
+  const shared = {
     limiter,
     queryDeadlineMs: statementTimeoutMs + (options.poolTimeoutMs ?? 2000),
     async close() {
-      await Promise.all([sql.end({ timeout: 5 }), limiter.close()]);
+      await Promise.all([sql.end({ timeout: 5 }), limiter.close(), readSql?.end({ timeout: 5 })]);
     },
   };
+  let reads: Database;
+  const on = (client: Sql): Database => ({
+    ...shared,
+    sql: client,
+    drizzle: drizzle(client, { schema }),
+    get reads() {
+      return reads;
+    },
+  });
+  const database = on(sql);
+  reads = readSql ? on(readSql) : database;
+  return database;
 }
 
-function ownConnection(open: () => Sql, deadlineMs: number): OwnConnection & { close(): Promise<void> } {
+function ownConnection(open: () => Sql, deadlineMs: number, pipelining: boolean): OwnConnection & { close(): Promise<void> } {
   let current = open();
   let closed = false;
   return {
@@ -114,6 +154,7 @@ function ownConnection(open: () => Sql, deadlineMs: number): OwnConnection & { c
       return current;
     },
     deadlineMs,
+    pipelining,
     renew(stale) {
       if (stale !== current || closed) return;
       current = open();

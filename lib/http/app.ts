@@ -9,13 +9,17 @@ import { issueKeyHandler } from '../ratelimit/keys.ts';
 import { type LimiterOptions, rateLimiter } from '../ratelimit/middleware.ts';
 import { requireAdminToken } from './bearer.ts';
 import { limitBody } from './body.ts';
+import { compression } from './compression.ts';
+import { conditionalRequests } from './conditional.ts';
 import type { Config } from './config.ts';
+import { corsPolicy } from './cors.ts';
 import { answeredInTime, withTimeout } from './deadline.ts';
 import { ApiError, methodNotAllowed, onError } from './errors.ts';
 import { baseUrl, socketAddress } from './forwarding.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { observe } from './observe.ts';
+import { requestIds } from './request-id.ts';
 
 export interface AppDeps {
   readonly database: Database;
@@ -33,6 +37,11 @@ export interface AppDeps {
    * the bench's baseline). server.ts always turns it on.
    */
   readonly rateLimit?: LimiterOptions | false;
+  /**
+   * The socket's peer address, for the rate limit and for trusting forwarded headers: @hono/node-server's
+   * connection info by default; the Deno and Bun entries pass their runtime's.
+   */
+  readonly remoteAddress?: (c: Context) => string | undefined;
 }
 
 export function buildApp(deps: AppDeps): Hono {
@@ -45,9 +54,16 @@ export function buildApp(deps: AppDeps): Hono {
   const draining = deps.draining ?? (() => false);
   // Counted only where they can be read: /metrics is served only with an admin token.
   const metrics = config.adminToken === undefined ? undefined : createMetrics(database.sql);
+  const peer = deps.remoteAddress ?? socketAddress;
+  // Collection queries run on the read replica when there is one (DATABASE_READ_URL).
+  const collectionDeps = { ...deps, database: database.reads };
 
-  // First, so that it sees every answer, the error handler's included.
-  app.use('*', observe({ logger, metrics, draining }));
+  // Outermost, so that it sees every answer as it leaves, the error handler's included.
+  app.use(observe({ logger, metrics, draining }));
+  // First of all: every answer carries its request id, and CORS preflights are answered here, before the
+  // rate limiter, so that they touch no database and cost nothing.
+  app.use(requestIds());
+  app.use(corsPolicy(config.corsOrigins));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   // Ready when the database answers, asked on the limiter's own connection: it never queues behind the
@@ -65,10 +81,14 @@ export function buildApp(deps: AppDeps): Hono {
   if (deps.rateLimit) {
     const limiter = rateLimiter(
       { sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log, metrics },
-      deps.rateLimit,
+      { remoteAddress: peer, ...deps.rateLimit },
     );
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
+  // Inside the limiter, which so sees a 304 and gives its units back; compression outside the conditional
+  // check, which spares it a body a 304 drops.
+  app.use('/v1/*', compression());
+  app.use('/v1/*', conditionalRequests());
   app.post('/v1/keys', limitBody(), issueKeyHandler(database.drizzle));
   app.all('/v1/keys', methodNotAllowed('POST'));
   if (config.adminToken) app.route('/admin', adminRoutes(database.drizzle, config.adminToken));
@@ -80,24 +100,34 @@ export function buildApp(deps: AppDeps): Hono {
     app.all('/metrics', methodNotAllowed('GET, HEAD'));
   }
 
-  app.get('/v1', (c) => {
-    const base = `${baseUrl(c.req.raw, config, socketAddress(c))}/v1`;
+  function index(c: Context): Response {
+    const base = `${baseUrl(c.req.raw, config, peer(c))}/v1`;
     const links: Links = { self: base };
     for (const name of registry.keys()) links[name] = `${base}/${name}`;
     c.header('link', linkHeader(links));
     return c.json({ _links: linksObject(links) });
-  });
+  }
+  app.get('/v1', index);
+  app.get('/v1/', index); // a trailing slash is the same index; the limiter charges it the same single unit
 
-  app.get('/v1/:collection', (c) => {
+  app.get('/v1/:collection', async (c) => {
     const collection = registry.get(c.req.param('collection'));
     if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
-    // The query as the rate limiter read it for its cost, if it did (lib/pagination/serve.ts, `readQuery`).
-    return serveCollection(c.req.raw, collection, deps, socketAddress(c), c.get('readQuery'));
+    // The query as the rate limiter read it for its cost, if it did (lib/pagination/serve.ts, `readQuery`), and
+    // its headers, written into the chunk's response as it is made; an error's response gets them from the limiter.
+    const response = await serveCollection(c.req.raw, collection, collectionDeps, {
+      peer: peer(c),
+      read: c.get('readQuery'),
+      headers: c.get('responseHeaders'),
+    });
+    c.set('responseHeaders', undefined);
+    return response;
   });
 
   app.all('/healthz', methodNotAllowed('GET, HEAD'));
   app.all('/readyz', methodNotAllowed('GET, HEAD'));
   app.all('/v1', methodNotAllowed('GET, HEAD'));
+  app.all('/v1/', methodNotAllowed('GET, HEAD'));
   app.all('/v1/:collection', methodNotAllowed('GET, HEAD'));
 
   app.notFound(() => {

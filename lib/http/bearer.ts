@@ -3,9 +3,12 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { ApiError } from './errors.ts';
 
-/** The token of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110), the token is not. */
+/**
+ * The token of `Authorization: Bearer <token>`, or of `token <token>`, which GitHub accepts too and
+ * octokit sends; the scheme is case-insensitive (RFC 9110), the token is not.
+ */
 export function bearerToken(header: string): string | undefined {
-  return /^Bearer +(\S+) *$/i.exec(header)?.[1];
+  return /^(?:Bearer|token) +(\S+) *$/i.exec(header)?.[1];
 }
 
 /** SHA-256 of a credential: what is stored of an API key, and what the admin token is compared by. */

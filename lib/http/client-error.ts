@@ -2,6 +2,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ApiError, invalidParameter, problemBody } from './errors.ts';
+import { requestIdOf } from './request-id.ts';
 
 /** What node:http hands to `clientError`: parser errors carry llhttp's code and reason. */
 interface ClientError extends Error {
@@ -41,12 +42,17 @@ function problemFor(error: ClientError, options: ClientErrorOptions): ApiError {
   return invalidParameter(parts[error.code ?? ''] ?? 'request', `is malformed: ${reason}`);
 }
 
-/** A complete HTTP/1.1 answer; the connection is closed after it, since the parser cannot go on. */
+/**
+ * A complete HTTP/1.1 answer; the connection is closed after it, since the parser cannot go on. Its request
+ * id is a fresh one: the request's own headers were never read.
+ */
 function rawResponse(problem: ApiError): string {
-  const body = problemBody(problem);
+  const id = requestIdOf(undefined);
+  const body = problemBody(problem, id);
   return [
     `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? 'Error'}`,
     'content-type: application/problem+json',
+    `x-request-id: ${id}`,
     `content-length: ${Buffer.byteLength(body)}`,
     'connection: close',
     '',

@@ -6,6 +6,10 @@ export interface Config {
   readonly port: number;
   /** Unset: the embedded PostgreSQL default is started. */
   readonly databaseUrl: string | undefined;
+  /** The database itself when DATABASE_URL leads to a transaction pooler: migrations, seeding, the cursor secret. Unset: DATABASE_URL. */
+  readonly databaseDirectUrl: string | undefined;
+  /** A read replica for collection queries. Unset: they run on DATABASE_URL. */
+  readonly databaseReadUrl: string | undefined;
   /** Base of every absolute href; unset: taken from each request's own URL. */
   readonly publicUrl: string | undefined;
   /** Which peers are our proxies, whose X-Forwarded-For / -Host / -Proto count; none when unset. */
@@ -26,6 +30,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** After a stop signal, how long /readyz fails while requests are still served, before the server stops accepting. */
   readonly shutdownDrainMs: number;
+  /** The origins whose browser pages may read the API's answers: `*` (any), or a list of exact origins. */
+  readonly corsOrigins: '*' | readonly string[];
 }
 
 /** pino's levels, least to most verbose. */
@@ -126,12 +132,44 @@ function parseLogLevel(value: string | undefined): LogLevel {
   return level;
 }
 
+const POSTGRES = ['postgres:', 'postgresql:'];
+/**
+ * CORS_ORIGINS: `*`, or a comma list of origins as browsers send them (`https://app.example.com`, with a
+ * port when it is not the scheme's own): a scheme, a host, a port, and nothing else.
+ */
+function parseCorsOrigins(value: string | undefined): '*' | readonly string[] {
+  if (value === undefined || value.trim() === '*') return '*';
+  const origins = value.split(',').map((part) => part.trim());
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError(
+        `Invalid CORS_ORIGINS: "${origin}" is not an origin; expected * or a comma list such as https://app.example.com,http://localhost:5173`,
+      );
+    }
+  }
+  return Object.freeze(origins);
+}
+
 /** Parses the environment; throws one ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
   const publicUrl = parseUrl('PUBLIC_URL', optional(env, 'PUBLIC_URL'), ['http:', 'https:']);
+  if (optional(env, 'DATABASE_URL') === undefined) {
+    // Both name other ways to one database; the embedded default is a server of its own.
+    for (const name of ['DATABASE_DIRECT_URL', 'DATABASE_READ_URL']) {
+      if (optional(env, name) !== undefined) throw new ConfigError(`Invalid ${name}: it needs DATABASE_URL, the database it leads to`);
+    }
+  }
   return Object.freeze({
     port: parsePort(optional(env, 'PORT')),
-    databaseUrl: parseUrl('DATABASE_URL', optional(env, 'DATABASE_URL'), ['postgres:', 'postgresql:']),
+    databaseUrl: parseUrl('DATABASE_URL', optional(env, 'DATABASE_URL'), POSTGRES),
+    databaseDirectUrl: parseUrl('DATABASE_DIRECT_URL', optional(env, 'DATABASE_DIRECT_URL'), POSTGRES),
+    databaseReadUrl: parseUrl('DATABASE_READ_URL', optional(env, 'DATABASE_READ_URL'), POSTGRES),
     publicUrl: publicUrl?.replace(/\/+$/, ''),
     trustProxy: parseTrustProxy(optional(env, 'TRUST_PROXY')),
     adminToken: parseSecret('ADMIN_TOKEN', optional(env, 'ADMIN_TOKEN'), 16),
@@ -144,5 +182,6 @@ export function parseConfig(env: Env): Config {
     logLevel: parseLogLevel(optional(env, 'LOG_LEVEL')),
     // 0: stop accepting at once, for a process no balancer polls; behind one, its time to mark an instance down.
     shutdownDrainMs: parseMilliseconds('SHUTDOWN_DRAIN_MS', optional(env, 'SHUTDOWN_DRAIN_MS'), 0, 0, 600_000),
+    corsOrigins: parseCorsOrigins(optional(env, 'CORS_ORIGINS')),
   });
 }

@@ -1,6 +1,7 @@
 // One error type with a machine-readable code, and its problem+json (RFC 9457) rendering.
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import { requestIdOf } from './request-id.ts';
 
 /** Every error code of the public contract, with its status (docs/api.md, "Error codes"). */
 const errorStatus = {
@@ -34,6 +35,15 @@ const titles: Record<number, string> = {
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
+};
+
+/**
+ * The challenge of every 401 (RFC 9110 section 11.6.1 requires one; RFC 6750 gives Bearer's): an API key
+ * or the admin token, sent as `Authorization: Bearer <token>`.
+ */
+const challenges: Partial<Record<ErrorCode, string>> = {
+  invalid_api_key: 'Bearer realm="api", error="invalid_token"',
+  unauthorized: 'Bearer realm="admin"',
 };
 
 export interface InvalidParam {
@@ -86,8 +96,11 @@ export function invalidCursor(reason: string): ApiError {
   });
 }
 
-/** The problem+json body of an error, for the few answers written without a Response (lib/http/client-error.ts). */
-export function problemBody(error: ApiError): string {
+/**
+ * The problem+json body of an error, for the few answers written without a Response (lib/http/client-error.ts).
+ * `requestId`: the request's X-Request-Id, so that a user can quote it (docs/api.md, "Request ids").
+ */
+export function problemBody(error: ApiError, requestId: string): string {
   const body: Record<string, unknown> = {
     type: 'about:blank',
     title: titles[error.status] ?? 'Error',
@@ -96,14 +109,24 @@ export function problemBody(error: ApiError): string {
     code: error.code,
   };
   if (error.options.invalidParams) body.invalid_params = error.options.invalidParams;
+  body.requestId = requestId;
   return JSON.stringify(body);
 }
 
-export function problemResponse(error: ApiError, headers?: Headers): Response {
+/** The headers of an error's answer beyond the body's type and the request id: its own, and a 401's challenge. */
+function problemHeaders(error: ApiError): Record<string, string> {
+  const challenge = challenges[error.code];
+  const own = error.options.headers ?? {};
+  return challenge === undefined ? own : { 'www-authenticate': challenge, ...own };
+}
+
+/** An error's answer; `headers`: what the answer already had (the rate-limit headers, say). */
+export function problemResponse(error: ApiError, requestId: string, headers?: Headers): Response {
   const responseHeaders = new Headers(headers);
   responseHeaders.set('content-type', 'application/problem+json');
-  for (const [name, value] of Object.entries(error.options.headers ?? {})) responseHeaders.set(name, value);
-  return new Response(problemBody(error), { status: error.status, headers: responseHeaders });
+  responseHeaders.set('x-request-id', requestId);
+  for (const [name, value] of Object.entries(problemHeaders(error))) responseHeaders.set(name, value);
+  return new Response(problemBody(error, requestId), { status: error.status, headers: responseHeaders });
 }
 
 /** The 503 of a database that is away or too slow: the client may try again in a second. */
@@ -115,16 +138,18 @@ export function unavailable(): ApiError {
 export function onError(log: (error: unknown, c: Context) => void) {
   return function handleError(error: Error, c: Context): Response {
     const headers = c.res?.headers;
-    if (error instanceof ApiError) return problemResponse(error, headers);
+    // Set by the request id middleware, which runs first (lib/http/request-id.ts).
+    const id = c.get('requestId') ?? requestIdOf(undefined);
+    if (error instanceof ApiError) return problemResponse(error, id, headers);
     if (error instanceof HTTPException && error.status < 500) {
       const code: ErrorCode = error.status === 404 ? 'not_found' : 'invalid_parameter';
-      return problemResponse(new ApiError(code, error.message || 'Bad request'), headers);
+      return problemResponse(new ApiError(code, error.message || 'Bad request'), id, headers);
     }
     if (isDatabaseUnavailable(error)) {
-      return problemResponse(unavailable(), headers);
+      return problemResponse(unavailable(), id, headers);
     }
     log(error, c);
-    return problemResponse(new ApiError('internal_error', 'Internal error'), headers);
+    return problemResponse(new ApiError('internal_error', 'Internal error'), id, headers);
   };
 }
 
@@ -144,6 +169,8 @@ const unavailableCodes = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
   '57014', // query_canceled (statement_timeout)
+  '40001', // on a read replica: a query cancelled for a conflict with recovery (the service runs nothing serializable)
+  '08P01', // PgBouncer's own refusals: no server connection in time (query_wait_timeout), query_timeout, a server that went away
 ]);
 
 export function isDatabaseUnavailable(error: unknown): boolean {

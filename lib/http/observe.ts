@@ -1,14 +1,12 @@
 // The record of every request, from the middleware that wraps every route: one log line and the request metrics.
-import { randomUUID } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Decision } from '../ratelimit/limiter.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics, UnavailableCause } from './metrics.ts';
+import { requestIdOf } from './request-id.ts';
 
 declare module 'hono' {
   interface ContextVariableMap {
-    /** The request's id: read from whoever set it first (a request-id middleware), else made by `requestId`. */
-    requestId: string;
     /** Set by the rate limiter: the units this request is charged. */
     cost: number;
     /** Set by the rate limiter: its decision on this request. */
@@ -16,16 +14,6 @@ declare module 'hono' {
     /** Set by the one error handler: an error answered 500, logged once, with this request's line. */
     error: unknown;
   }
-}
-
-/** The request's id, made (and kept on the context) the first time it is asked for. */
-function requestId(c: Context): string {
-  let id = c.get('requestId');
-  if (id === undefined) {
-    id = randomUUID();
-    c.set('requestId', id);
-  }
-  return id;
 }
 
 /** The limiter's outcomes as the log names them (docs/operations.md, "Logs"); a 503 is `unavailable` whatever came before. */
@@ -67,7 +55,8 @@ export function observe(options: ObserveOptions): MiddlewareHandler {
     if (error === undefined && !logRequests) return;
     // Only the path: a query string may carry filter values, and a key never travels outside its header.
     const line = {
-      reqId: requestId(c),
+      // Set by the request id middleware, which runs inside this one (lib/http/request-id.ts).
+      reqId: c.get('requestId') ?? requestIdOf(undefined),
       method: c.req.method,
       path: c.req.path,
       status,

@@ -1,11 +1,25 @@
 // The chunk envelope every variant answers with: its own fields, the items named after the collection, links.
+import { compressibleJson } from '../http/compression.ts';
+import { weakEtag } from '../http/conditional.ts';
 import { type Links, linkHeader, linksObject } from './links.ts';
 
-/** A chunk: the variant's fields, then the items array named after the collection, then `_links`. */
-export function chunkResponse(collection: string, fields: Record<string, unknown>, items: unknown[], links: Links): Response {
-  const body = { ...fields, [collection]: items, _links: linksObject(links) };
-  return new Response(JSON.stringify(body), {
-    status: 200,
-    headers: { 'content-type': 'application/json; charset=utf-8', link: linkHeader(links) },
-  });
+/** What a variant serves: its own fields, the items, and the links of the chunk. */
+export interface Chunk {
+  readonly fields: Record<string, unknown>;
+  readonly items: unknown[];
+  readonly links: Links;
+}
+
+/**
+ * A chunk as its response: the variant's fields, then the items array named after the collection, then
+ * `_links`. It carries an ETag, so a client can ask again with If-None-Match and get a free 304 while nothing
+ * changed, and `Cache-Control: private, no-cache`: a chunk is the client's own (its allowance is in the
+ * headers), and a cache must ask before reusing it, since rows change at any time (docs/api.md, "Conditional
+ * requests"). `headers` are added to the response's own (the rate limiter's, handed over by the app): written
+ * into the plain header record the response is made with, they cost nothing more to send, where setting them
+ * on the finished Response would turn its headers into a Headers object first.
+ */
+export function chunkResponse(collection: string, chunk: Chunk, headers?: Readonly<Record<string, string>>): Response {
+  const body = JSON.stringify({ ...chunk.fields, [collection]: chunk.items, _links: linksObject(chunk.links) });
+  return compressibleJson(body, { link: linkHeader(chunk.links), etag: weakEtag(body), 'cache-control': 'private, no-cache', ...headers });
 }

@@ -9,10 +9,12 @@ import { collectionKey, runShape, shapeOf } from './shapes.ts';
 
 export type CountMode = 'exact' | 'estimated' | 'none';
 
+/** `planned` is PostgREST's name for the planner's estimate: accepted as `estimated`. */
 export function parseCountMode(params: QueryParams): CountMode {
   const value = params.get('count') ?? 'exact';
+  if (value === 'planned') return 'estimated';
   if (value !== 'exact' && value !== 'estimated' && value !== 'none') {
-    throw invalidParameter('count', 'must be one of exact, estimated, none');
+    throw invalidParameter('count', 'must be one of exact, estimated (or planned), none');
   }
   return value;
 }

@@ -1,7 +1,6 @@
 // Cursor-based pagination (docs/api.md, "Keyset pagination"): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
 
 import { conflictingParameters, invalidCursor } from '../http/errors.ts';
-import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import type { Filter } from './filters.ts';
 import {
@@ -103,6 +102,6 @@ export const cursorVariant = defineVariant<CursorPlan>({
       // Absent on the last chunk and on an empty one (fetched one row more than the page to know).
       next: more && last ? link(payloadOf(collection, query, last)) : undefined,
     };
-    return chunkResponse(collection.name, { pageSize }, items, links);
+    return { fields: { pageSize }, items, links };
   },
 });

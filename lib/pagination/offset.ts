@@ -2,7 +2,6 @@
 import { asc, desc, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Database } from '../../db/client.ts';
-import { chunkResponse } from './chunk.ts';
 import { type CountMode, countItems, parseCountMode } from './count.ts';
 import { type Filter, filterCondition, filtersKey, filterValues } from './filters.ts';
 import type { Links } from './links.ts';
@@ -109,7 +108,7 @@ export const offsetVariant = defineVariant({
     return positionalPlan(request, offset === undefined ? 0 : parseInteger('offset', offset, 0, MAX_SAFE), limit);
   },
   async serve(request, plan) {
-    const { collection, href } = request;
+    const { href } = request;
     const { pageSize: limit, offset } = plan;
     const { items, more, size } = await fetchPositional(request, plan);
     // The next offset is the current offset plus the current limit (docs/api.md, "Links").
@@ -121,6 +120,6 @@ export const offsetVariant = defineVariant({
       last: size !== undefined ? href({ limit, offset: lastOffset(offset, limit, size) }) : undefined,
     };
     const fields = size === undefined ? { offset, limit } : { offset, limit, size };
-    return chunkResponse(collection.name, fields, items, links);
+    return { fields, items, links };
   },
 });

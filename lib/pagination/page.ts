@@ -1,7 +1,6 @@
 // Page-based pagination (docs/api.md, "Parameters", "The chunk"): zero-based `page` and `page-size`; offset = page-size × page.
 
 import { invalidParameter } from '../http/errors.ts';
-import { chunkResponse } from './chunk.ts';
 import type { Links } from './links.ts';
 import { fetchPositional, positionalPlan } from './offset.ts';
 import { MAX_SAFE, parseInteger, parseSize } from './params.ts';
@@ -21,7 +20,7 @@ export const pageVariant = defineVariant({
     return positionalPlan(request, page * pageSize, pageSize);
   },
   async serve(request, plan) {
-    const { collection, href } = request;
+    const { href } = request;
     const { pageSize } = plan;
     const page = plan.offset / pageSize;
     const { items, more, size } = await fetchPositional(request, plan);
@@ -34,6 +33,6 @@ export const pageVariant = defineVariant({
       last: totalPages !== undefined ? href({ page: Math.max(0, totalPages - 1), 'page-size': pageSize }) : undefined,
     };
     const fields = totalPages === undefined ? { page, pageSize } : { page, pageSize, totalPages };
-    return chunkResponse(collection.name, fields, items, links);
+    return { fields, items, links };
   },
 });

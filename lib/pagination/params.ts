@@ -28,14 +28,17 @@ export const MAX_QUERY_LENGTH = 4096;
 /** The filters, sort and count of a query (every parameter but the variant's own), as links write them. */
 export const MAX_LINK_QUERY_LENGTH = 1024;
 
-/** What a query component may hold as it is: encodeURIComponent's unreserved characters, and "," "[" "]". */
-const PLAIN_COMPONENT = /^[A-Za-z0-9\-_.!~*'(),[\]]*$/;
+/** What a query component may hold as it is: encodeURIComponent's unreserved characters, and ",". */
+const PLAIN_COMPONENT = /^[A-Za-z0-9\-_.!~*'(),]*$/;
 
-// Leave "," "[" "]" readable in links ("category[in]=a,b", "sort=-name,id"); everything else is percent-encoded.
+/**
+ * Leaves "," readable in links ("category[in]=a,b", "sort=-name,id"); everything else is percent-encoded,
+ * "[" and "]" too (`category%5Bin%5D=a,b`): curl reads them as a glob, so a pasted link with them fails.
+ */
 export function encodeQueryComponent(text: string): string {
-  // Most components (names, numbers, sort keys, cursors) need no encoding: a test spares three replaces.
+  // Most components (numbers, sort keys, cursors) need no encoding: a test spares the replace.
   if (PLAIN_COMPONENT.test(text)) return text;
-  return encodeURIComponent(text).replace(/%2C/gi, ',').replace(/%5B/gi, '[').replace(/%5D/gi, ']');
+  return encodeURIComponent(text).replace(/%2C/gi, ',');
 }
 
 /** A 400 for a query that is too long, naming its longest parameter: the one to shorten. */

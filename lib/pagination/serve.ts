@@ -3,6 +3,7 @@ import type { Database } from '../../db/client.ts';
 import type { Config } from '../http/config.ts';
 import { withTimeout } from '../http/deadline.ts';
 import { baseUrl } from '../http/forwarding.ts';
+import { chunkResponse } from './chunk.ts';
 import { cursorVariant } from './cursor.ts';
 import { isFilterName, parseFilters } from './filters.ts';
 import { linkBuilder } from './links.ts';
@@ -62,28 +63,37 @@ declare module 'hono' {
   }
 }
 
-/**
- * `peer`: the socket's remote address, which decides whether forwarded host and proto count. `read`: this
- * request's query as readQuery read it already (the context variable `readQuery`); when it is absent, or
- * of another collection, the query is read here.
- */
+/** What serving a chunk takes beyond the request and its collection. */
+export interface ServeOptions {
+  /** The socket's remote address, which decides whether forwarded host and proto count. */
+  readonly peer?: string | undefined;
+  /**
+   * This request's query as readQuery read it already (the context variable `readQuery`); when it is
+   * absent, or of another collection, the query is read here.
+   */
+  readonly read?: ReadQuery | undefined;
+  /** Headers the response carries besides its own (the rate limiter's: the context variable `responseHeaders`). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+}
+
 export async function serveCollection(
   request: Request,
   collection: Collection,
   deps: CollectionDeps,
-  peer: string | undefined,
-  read?: ReadQuery,
+  options: ServeOptions = {},
 ): Promise<Response> {
+  const { read } = options;
   const reading =
     read?.request.collection === collection ? read : readQuery(collection, parseQueryString(rawQueryOf(request.url)), deps.cursorSecret);
   const { variant, request: query, plan } = reading;
   const params = query.params;
-  const collectionUrl = `${baseUrl(request, deps.config, peer)}/v1/${collection.name}`;
+  const collectionUrl = `${baseUrl(request, deps.config, options.peer)}/v1/${collection.name}`;
   const href = linkBuilder(collectionUrl, params);
   // The server cancels a query past its statement timeout; this also bounds the wait for a pool connection
   // and a connection that stopped answering: a 503, and the limiter releases the request's lease.
-  return withTimeout(
+  const chunk = await withTimeout(
     variant.serve({ ...query, cursorSecret: deps.cursorSecret, database: deps.database, collectionUrl, href }, plan),
     deps.database.queryDeadlineMs,
   );
+  return chunkResponse(collection.name, chunk, options.headers);
 }

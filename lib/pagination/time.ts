@@ -1,6 +1,5 @@
 // Time-based pagination (docs/api.md, "Keyset pagination"): `before` moves to older items, `after` to newer ones, by timestamp and id.
 import { invalidCursor } from '../http/errors.ts';
-import { chunkResponse } from './chunk.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import type { Filter } from './filters.ts';
 import {
@@ -147,6 +146,6 @@ export const timeVariant = defineVariant<TimePlan>({
     const { pageSize } = query;
     const keys = keysOf(collection, query.direction);
     const chunk = await fetchKeyset(request, query.filters, startOf(query), keys, pageSize);
-    return chunkResponse(collection.name, { pageSize }, chunk.items, linksOf(request, query, chunk, pageSize));
+    return { fields: { pageSize }, items: chunk.items, links: linksOf(request, query, chunk, pageSize) };
   },
 });

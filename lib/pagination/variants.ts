@@ -1,6 +1,7 @@
 // What a pagination variant is, and how a request picks one (docs/api.md, "Choosing the variant").
 import type { Database } from '../../db/client.ts';
 import { conflictingParameters, invalidCursor, invalidParameter } from '../http/errors.ts';
+import type { Chunk } from './chunk.ts';
 import { type CursorPayload, decodeCursor } from './cursor-token.ts';
 import type { Filter } from './filters.ts';
 import type { linkBuilder } from './links.ts';
@@ -48,7 +49,7 @@ export interface Reading {
 export interface Variant<Plan extends Reading = Reading> {
   readonly name: VariantName;
   read(request: QueryRequest): Plan;
-  serve(request: ChunkRequest, plan: Plan): Promise<Response>;
+  serve(request: ChunkRequest, plan: Plan): Promise<Chunk>;
 }
 
 /** A variant with its own plan type, as the table of variants holds it. */

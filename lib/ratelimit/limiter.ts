@@ -37,6 +37,17 @@ export interface Decision {
   readonly now: number;
   /** The concurrency lease this request holds, to be released when it ends. */
   readonly lease: Lease | undefined;
+  /** Units charged: the cost capped at the allowance; 0 when declined. */
+  readonly charged: number;
+}
+
+/**
+ * Units a lease's release gives back (a 304's: docs/rate-limit.md, "Conditional requests are free"): what
+ * its decision charged, and the expiry of the bucket they went into, which is the decision's `reset`.
+ */
+interface Refund {
+  readonly units: number;
+  readonly bucketExpiry: number;
 }
 
 /** A slot of the subject's concurrency cap, and the token of this request's hold on it. */
@@ -61,9 +72,11 @@ export interface Limiter {
    * Ends a lease; resolves once the slot is free for the subject's next request, at any instance. Rejects
    * when the database fails it (it is away), or with a 503 once the timeout has passed; the release itself
    * goes on: one that failed is kept and sent again with the limiter's next statements until the database
-   * takes it or the lease has expired anyway.
+   * takes it or the lease has expired anyway. `refund`: units given back with it, in the same statement;
+   * the database gives them back with the lease's first release only, so a release sent again never
+   * refunds twice.
    */
-  release(subject: string, lease: Lease): Promise<void>;
+  release(subject: string, lease: Lease, refund?: Refund): Promise<void>;
 }
 
 /** A caller waiting for the limiter: a decision, or a release. */
@@ -84,6 +97,7 @@ interface PendingDecision extends Waiter {
 interface PendingRelease extends Waiter {
   readonly subject: string;
   readonly lease: Lease;
+  readonly refund: Refund | undefined;
   resolve(): void;
 }
 
@@ -107,7 +121,8 @@ interface Batch {
 /**
  * Statements the limiter keeps on the wire at once. The second goes out while the first runs, behind it
  * on the one connection (postgres.js pipelines them): the backend starts it as soon as the first commits,
- * with no round trip through this process in between. A third would only wait in the socket.
+ * with no round trip through this process in between. A third would only wait in the socket. On a
+ * connection that may not pipeline (behind a transaction pooler) one: the next batch collects meanwhile.
  */
 const PIPELINE_DEPTH = 2;
 
@@ -121,18 +136,18 @@ const RELEASE_RETRY_MS = 250;
 const PLAIN_CLIENT_DEADLINE_MS = 60_000;
 
 function plainConnection(sql: Sql): OwnConnection {
-  return { sql, deadlineMs: PLAIN_CLIENT_DEADLINE_MS, renew() {} };
+  return { sql, deadlineMs: PLAIN_CLIENT_DEADLINE_MS, pipelining: true, renew() {} };
 }
 
 function ignore(): void {}
 
 /** A release nobody waits for: one tried again, or the lease of a decision given up on. */
-function unwaited(subject: string, lease: Lease): PendingRelease {
-  return { subject, lease, deadline: Number.POSITIVE_INFINITY, settled: true, resolve: ignore, reject: ignore };
+function unwaited(subject: string, lease: Lease, refund?: Refund): PendingRelease {
+  return { subject, lease, refund, deadline: Number.POSITIVE_INFINITY, settled: true, resolve: ignore, reject: ignore };
 }
 
 /**
- * The limiter's client. It keeps at most PIPELINE_DEPTH statements in flight: whatever is asked for
+ * The limiter's client. It keeps at most PIPELINE_DEPTH statements in flight (one without pipelining): whatever is asked for
  * meanwhile, the decisions of requests that begin and the lease releases of requests that end, goes to
  * the database as the next statement, rate_decide (or rate_release when it holds releases only), sent once
  * one in flight has answered. Idle, a decision goes at once (in the next turn of the event loop); under
@@ -154,6 +169,7 @@ export function databaseLimiter(
   onStatement?: (decisions: number) => void,
 ): Limiter {
   const own = typeof connection === 'function' ? plainConnection(connection) : connection;
+  const depth = own.pipelining ? PIPELINE_DEPTH : 1;
   /** The batch that the next statement will carry, if anything was asked for since the last one went. */
   let collecting: Batch | undefined;
   /** Releases that failed, sent again with the next statement (or on a timer) while their lease lives. */
@@ -170,7 +186,7 @@ export function databaseLimiter(
   }
 
   function schedule(): void {
-    if (scheduled || onCurrentConnection() >= PIPELINE_DEPTH) return;
+    if (scheduled || onCurrentConnection() >= depth) return;
     scheduled = true;
     setImmediate(flush);
   }
@@ -220,8 +236,8 @@ export function databaseLimiter(
 
   function owe(failed: PendingRelease[]): void {
     const now = performance.now();
-    for (const { subject, lease } of failed) {
-      if (lease.expiresAt > now) owed.push(unwaited(subject, lease));
+    for (const { subject, lease, refund } of failed) {
+      if (lease.expiresAt > now) owed.push(unwaited(subject, lease, refund));
     }
     if (owed.length > MAX_OWED_RELEASES) owed.splice(0, owed.length - MAX_OWED_RELEASES);
     if (owed.length > 0 && retryTimer === undefined) {
@@ -315,8 +331,10 @@ export function databaseLimiter(
     const subjects = arrayLiteral(ending.map((pending) => pending.subject));
     const slots = arrayLiteral(ending.map((pending) => pending.lease.slot));
     const tokens = arrayLiteral(ending.map((pending) => pending.lease.token));
+    const refunds = arrayLiteral(ending.map((pending) => pending.refund?.units ?? 0));
+    const expiries = arrayLiteral(ending.map((pending) => pending.refund?.bucketExpiry ?? 0));
     if (batch.length === 0) {
-      return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
+      return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[])`;
     }
     const inputs = batch.map((pending) => pending.input);
     // Key hashes travel in hex, cast back in rate_decide.
@@ -325,7 +343,7 @@ export function databaseLimiter(
         ${arrayLiteral(inputs.map((input) => input.keyHash?.toString('hex') ?? null))}::text[],
         ${arrayLiteral(inputs.map((input) => input.ipSubject))}::text[], ${arrayLiteral(inputs.map((input) => input.ipTier))}::text[],
         ${arrayLiteral(inputs.map((input) => input.cost))}::int[], ${arrayLiteral(inputs.map((input) => input.clockOffset))}::float8[],
-        ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[])`;
+        ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[])`;
   }
 
   const deadline = () => (timeoutMs === Number.POSITIVE_INFINITY ? timeoutMs : performance.now() + timeoutMs);
@@ -337,9 +355,9 @@ export function databaseLimiter(
         schedule();
       });
     },
-    release(subject, lease) {
+    release(subject, lease, refund) {
       return new Promise<void>((resolve, reject) => {
-        collect().releases.push({ subject, lease, deadline: deadline(), settled: false, resolve, reject });
+        collect().releases.push({ subject, lease, refund, deadline: deadline(), settled: false, resolve, reject });
         schedule();
       });
     },
@@ -385,6 +403,7 @@ function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
     reset: row.reset as number,
     retryAfter: row.retry_after as number,
     now: row.now_second as number,
+    charged: row.charged as number,
     lease:
       row.lease_slot === null
         ? undefined

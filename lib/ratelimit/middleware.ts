@@ -87,7 +87,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     c.set('decision', decision);
     offerHousekeeping();
 
-    const headers = rateLimitHeaders(decision);
+    let headers = rateLimitHeaders(decision);
     if (decision.outcome === 'rate') {
       throw new ApiError(
         'Request_limit_exceeded',
@@ -104,6 +104,9 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       throw new ApiError('invalid_api_key', 'Invalid API key: unknown, revoked or malformed', { headers });
     }
 
+    // A handler that writes them into its own response takes them (lib/http/app.ts); any other response gets
+    // them below, as it leaves.
+    c.set('responseHeaders', headers);
     try {
       await next();
     } catch (error) {
@@ -116,16 +119,21 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         // Released before the response leaves, so a client's next request never meets its own lease. A
         // release that fails is kept by the limiter and sent again once the database answers. A 503 (the
         // database failed this request) does not wait for it: its client waits for Retry-After anyway,
-        // and a connection that stopped answering would hold the answer up to the timeout.
-        const released = limiter.release(decision.subject, decision.lease).catch((error: unknown) => {
+        // and a connection that stopped answering would hold the answer up to the timeout. A 304 is free:
+        // its units go back with the release, and its headers report the allowance with them back.
+        const refund = c.res.status === 304 ? { units: decision.charged, bucketExpiry: decision.reset } : undefined;
+        if (refund !== undefined) headers = rateLimitHeaders({ ...decision, remaining: decision.remaining + refund.units });
+        const released = limiter.release(decision.subject, decision.lease, refund).catch((error: unknown) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
         });
         if (c.res.status !== 503) await released;
       }
     }
-    // Set once, on the response as it leaves, whatever made it: a handler's plain Response, c.json, or the
-    // error handler's problem. In place: c.header() on a finished response would copy it into a streamed
-    // one, which costs far more.
+    // Set once, on the response as it leaves, whatever made it, unless its handler wrote them in already: a
+    // handler's plain Response, c.json, or the error handler's problem; and always on a 304, which replaced the
+    // chunk they were written into (lib/http/conditional.ts) and reports the allowance with its refund. In
+    // place: c.header() on a finished response would copy it into a streamed one, which costs far more.
+    if (c.get('responseHeaders') === undefined && c.res.status !== 304) return;
     try {
       const target = c.res.headers;
       for (const name in headers) target.set(name, headers[name]!);
@@ -133,4 +141,15 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       for (const name in headers) c.header(name, headers[name]); // immutable headers
     }
   };
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /**
+     * The rate-limit headers of this request's response, set by the limiter before the handler runs. A handler
+     * that makes its response with them (lib/pagination/chunk.ts) unsets this once it has, so that they are
+     * not set again on the finished response, which would cost a Headers object.
+     */
+    responseHeaders: Readonly<Record<string, string>> | undefined;
+  }
 }

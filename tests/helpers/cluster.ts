@@ -1,4 +1,5 @@
-// A private PostgreSQL cluster for fault tests (initdb and pg_ctl, as the `postgres` user when run as root), removed at teardown.
+// A private PostgreSQL cluster for fault tests (initdb and pg_ctl, as the `postgres` user when run as root), or a
+// streaming standby of one (pg_basebackup -R), removed at teardown.
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { chown, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -74,13 +75,18 @@ interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
+export interface ClusterOptions {
+  /** Instead of initdb: a streaming standby of this cluster, copied by `pg_basebackup -R` (hot standby, read-only). */
+  readonly standbyOf?: Cluster;
+}
+
 /**
- * initdb and start a cluster in a new directory under /tmp (which the `postgres` user can reach, unlike a
+ * initdb (or pg_basebackup, for a standby) and start a cluster in a new directory under /tmp (which the `postgres` user can reach, unlike a
  * checkout under /root), on a free port of the tests' range, listening on 127.0.0.1 only with its socket
  * in that directory. fsync is off: a test cluster need not survive a power cut, and it starts faster.
  * `extra` adds or overrides postgresql.conf settings, written as the file takes them (`{ autovacuum: 'off' }`).
  */
-export async function startCluster(t: Teardown, extra: Record<string, string> = {}): Promise<Cluster> {
+export async function startCluster(t: Teardown, extra: Record<string, string> = {}, options: ClusterOptions = {}): Promise<Cluster> {
   const bin = binDir();
   const user = await serverUser();
   const root = await mkdtemp('/tmp/pg-cluster-');
@@ -150,7 +156,13 @@ export async function startCluster(t: Teardown, extra: Record<string, string> = 
   }
 
   const port = await freePort();
-  await command('initdb', ['-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+  if (options.standbyOf) {
+    // initdb's pg_hba.conf trusts replication connections from 127.0.0.1; -R writes primary_conninfo and standby.signal.
+    const source = ['-h', '127.0.0.1', '-p', String(options.standbyOf.port), '-U', 'postgres'];
+    await command('pg_basebackup', ['-D', dataDir, ...source, '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
+  } else {
+    await command('initdb', ['-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+  }
   const settings = {
     port: String(port),
     listen_addresses: "'127.0.0.1'",

@@ -31,7 +31,7 @@ export interface Haproxy {
 
 /**
  * The configuration: round robin over the servers, each checked as a balancer in production checks it:
- * GET /readyz, HTTP/1.1 with a Host (the default HTTP/1.0 check without one would be a 400), 200 expected.
+ * GET /readyz, HTTP/1.1 with a Host, 200 expected.
  * No retries elsewhere (`option redispatch` is off): a request sent to an instance that fails it is a failure
  * the client sees, which is what the test counts.
  */

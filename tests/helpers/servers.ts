@@ -1,5 +1,6 @@
-// Real server processes (server.ts) on one database, for tests across instances.
+// Real server processes (server.ts, or the Deno and Bun entries) on one database, for tests across instances.
 import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stopProcess } from './processes.ts';
 
@@ -12,15 +13,30 @@ export interface ServerProcess {
   output(): string;
 }
 
-/** Starts `server.ts` on `port` and resolves once it listens; it is stopped at teardown. */
+export type Runtime = 'node' | 'deno' | 'bun';
+
+/** Each runtime's entry of the service. */
+const entries: Record<Runtime, string> = { node: 'server.ts', deno: 'server.deno.ts', bun: 'server.bun.ts' };
+
+/** The command that runs `entry` on `runtime`; Deno and Bun are the binaries their npm packages install. */
+export function runtimeCommand(runtime: Runtime, entry: string): [string, string[]] {
+  if (runtime === 'deno') return [path.join(root, 'node_modules/.bin/deno'), ['run', '-A', entry]];
+  if (runtime === 'bun') return [path.join(root, 'node_modules/.bin/bun'), [entry]];
+  return [process.execPath, ['--import', 'tsx', entry]];
+}
+
+/** Starts the entry of `runtime` (Node's `server.ts` by default) on `port` and resolves once it listens; it is stopped at teardown. */
 export async function startServer(
   t: { teardown(fn: () => unknown): void },
   port: number,
   env: Record<string, string>,
+  runtime: Runtime = 'node',
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+  const [command, args] = runtimeCommand(runtime, entries[runtime]);
+  const child = spawn(command, args, {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) },
+    // HOME: Deno keeps its cache under it. NO_COLOR: plain output to read.
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

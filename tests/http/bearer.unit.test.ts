@@ -28,13 +28,17 @@ t.test('bearerToken: anything else is no token', async (t) => {
     ' Bearer abc',
     'Bearer a b',
     'Basic abc',
-    'Token abc',
+    'Tokens abc',
     'Bearer: abc',
     'Bearer abc\n',
     'Bearer\u00a0abc',
   ]) {
     t.equal(bearerToken(header), undefined, JSON.stringify(header));
   }
+});
+
+t.test("bearerToken: `token <key>`, GitHub's other form (octokit sends it), is read as Bearer", async (t) => {
+  for (const header of ['token abc', 'Token abc', 'TOKEN abc']) t.equal(bearerToken(header), 'abc', header);
 });
 
 t.test('digest: SHA-256 of the credential itself', async (t) => {

@@ -7,6 +7,8 @@ t.test('defaults', async (t) => {
   t.same(config, {
     port: 3000,
     databaseUrl: undefined,
+    databaseDirectUrl: undefined,
+    databaseReadUrl: undefined,
     publicUrl: undefined,
     trustProxy: { kind: 'none' },
     adminToken: undefined,
@@ -17,6 +19,7 @@ t.test('defaults', async (t) => {
     databasePoolSize: 10,
     logLevel: 'info',
     shutdownDrainMs: 0,
+    corsOrigins: '*',
   });
   t.ok(Object.isFrozen(config));
 });
@@ -42,6 +45,18 @@ t.test('good values', async (t) => {
   t.equal(parseConfig({ LOG_LEVEL: 'debug' }).logLevel, 'debug');
   t.equal(parseConfig({ SHUTDOWN_DRAIN_MS: '3000' }).shutdownDrainMs, 3000);
   for (const size of [1, 4, 100]) t.equal(parseConfig({ DATABASE_POOL_SIZE: String(size) }).databasePoolSize, size, `pool of ${size}`);
+  const split = parseConfig({
+    DATABASE_URL: 'postgres://u@pooler:6432/db?prepare=false',
+    DATABASE_DIRECT_URL: 'postgres://u@primary:5432/db',
+    DATABASE_READ_URL: 'postgresql://u@replica:5432/db',
+  });
+  t.equal(split.databaseDirectUrl, 'postgres://u@primary:5432/db');
+  t.equal(split.databaseReadUrl, 'postgresql://u@replica:5432/db');
+  t.same(parseConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173' }).corsOrigins, [
+    'https://app.example.com',
+    'http://localhost:5173',
+  ]);
+  t.equal(parseConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');
 });
 
 t.test('bad values stop start-up with a message naming the variable', async (t) => {
@@ -51,6 +66,8 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { PORT: '-1' },
     { DATABASE_URL: 'not a url' },
     { DATABASE_URL: 'mysql://h/db' },
+    { DATABASE_DIRECT_URL: 'postgres://u@h/db' }, // without DATABASE_URL
+    { DATABASE_READ_URL: 'postgres://u@h/db' },
     { PUBLIC_URL: 'ftp://x' },
     { TRUST_PROXY: 'perhaps' },
     { TRUST_PROXY: '10.0.0.0/33' },
@@ -63,6 +80,10 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { STATEMENT_TIMEOUT_MS: '5s' },
     { STATEMENT_TIMEOUT_MS: '0' },
     { POOL_TIMEOUT_MS: '-1' },
+    { CORS_ORIGINS: 'https://app.example.com/' },
+    { CORS_ORIGINS: 'app.example.com' },
+    { CORS_ORIGINS: 'https://a.example,,https://b.example' },
+    { CORS_ORIGINS: 'ftp://files.example' },
     { POOL_TIMEOUT_MS: '99' },
     { DATABASE_POOL_SIZE: '0' },
     { DATABASE_POOL_SIZE: '101' },
@@ -77,6 +98,14 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
   for (const env of bad) {
     const name = Object.keys(env)[0]!;
     t.throws(() => parseConfig(env), ConfigError, name);
+    if (name.startsWith('DATABASE_') && name !== 'DATABASE_POOL_SIZE' && name !== 'DATABASE_URL') {
+      // Beside a good DATABASE_URL, a URL that is not one is refused too.
+      t.throws(
+        () => parseConfig({ DATABASE_URL: 'postgres://u@h/db', [name]: 'mysql://h/db' }),
+        new RegExp(`^Invalid ${name}: expected`),
+        name,
+      );
+    }
     try {
       parseConfig(env);
     } catch (error) {

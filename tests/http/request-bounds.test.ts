@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import t from 'tap';
 import { seedTable } from '../../db/seed.ts';
 import { MAX_IN_VALUES } from '../../lib/pagination/filters.ts';
-import { MAX_LINK_QUERY_LENGTH } from '../../lib/pagination/params.ts';
+import { encodeQueryComponent, MAX_LINK_QUERY_LENGTH } from '../../lib/pagination/params.ts';
 import { POSITION_PARAMS } from '../../lib/pagination/variants.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
@@ -182,11 +182,13 @@ function inList(real: readonly string[], count: number): string[] {
  */
 function largest(params: [string, string][], inName: string): string {
   const text = (which: [string, string][]) => which.map(([k, v]) => `${k}=${v}`).join('&');
+  // As links write them: "[" and "]" of a name percent-encoded, three characters each.
+  const linkText = (which: [string, string][]) => which.map(([k, v]) => `${encodeQueryComponent(k)}=${encodeQueryComponent(v)}`).join('&');
   const carried = () => params.filter(([k]) => !POSITION_PARAMS.has(k));
-  const missing = MAX_LINK_QUERY_LENGTH - text(carried()).length;
-  if (missing < 0) throw new Error(`the fixed parameters alone are too long: ${text(carried()).length}`);
+  const missing = MAX_LINK_QUERY_LENGTH - linkText(carried()).length;
+  if (missing < 0) throw new Error(`the fixed parameters alone are too long: ${linkText(carried()).length}`);
   params.find(([k]) => k === inName)![1] += 'x'.repeat(missing); // the last made-up value grows
-  t.equal(text(carried()).length, MAX_LINK_QUERY_LENGTH);
+  t.equal(linkText(carried()).length, MAX_LINK_QUERY_LENGTH);
   return text(params);
 }
 

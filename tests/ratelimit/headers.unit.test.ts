@@ -15,6 +15,7 @@ const decision = (fields: Partial<Decision>): Decision => ({
   retryAfter: 0,
   now: 1_800_000_000,
   lease: undefined,
+  charged: 1,
   ...fields,
 });
 

@@ -80,7 +80,7 @@ t.test('Authorization: only "Bearer <well-formed key>" is a key; anything else i
     'Basic dXNlcjpwYXNz',
     `Bearer pck_${'a'.repeat(31)}`,
     'Bearer a b',
-    `Token pck_${'a'.repeat(32)}`,
+    `Tokens pck_${'a'.repeat(32)}`,
   ]) {
     t.equal(parseAuthorization(header).kind, 'malformed', JSON.stringify(header));
   }

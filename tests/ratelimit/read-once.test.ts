@@ -19,14 +19,14 @@ t.test('a reading handed to the handler is served as it is; one of another colle
   const request = new Request('http://test.local/v1/products?limit=10&count=none');
 
   const read = readQuery(products, parseQueryString('limit=3&count=none'), cursorSecret);
-  const served = await (await serveCollection(request, products, deps, undefined, read)).json();
+  const served = await (await serveCollection(request, products, deps, { read })).json();
   t.equal(served.products.length, 3, 'the reading is served, not the query string read again');
 
   const foreign = readQuery(registry.get('orders')!, parseQueryString('page-size=3'), cursorSecret);
-  const own = await (await serveCollection(request, products, deps, undefined, foreign)).json();
+  const own = await (await serveCollection(request, products, deps, { read: foreign })).json();
   t.equal(own.products.length, 10, 'a reading of another collection is ignored: the query string is read');
 
-  const unread = await (await serveCollection(request, products, deps, undefined)).json();
+  const unread = await (await serveCollection(request, products, deps)).json();
   t.equal(unread.products.length, 10, 'no reading: the query string is read');
 });
 
@@ -52,7 +52,12 @@ t.test('with the limiter on, every chunk and every 400 is what the handler serve
   let followed = 0;
   while (queue.length > 0) {
     const path = queue.shift()!;
-    const [limited, plain] = await Promise.all([api.request(path), unlimited.request(`http://test.local${path}`)]);
+    // The same request id on both, which problem bodies carry.
+    const headers = { 'x-request-id': `read-once-${followed}` };
+    const [limited, plain] = await Promise.all([
+      api.request(path, { headers }),
+      unlimited.request(`http://test.local${path}`, { headers }),
+    ]);
     t.equal(limited.status, plain.status, `${path}: same status`);
     t.equal(limited.headers.get('link'), plain.headers.get('link'), `${path}: same Link header`);
     const body = await limited.text();
@@ -65,4 +70,31 @@ t.test('with the limiter on, every chunk and every 400 is what the handler serve
     }
   }
   t.ok(followed >= 5, `${followed} next links followed`);
+});
+
+t.test('every /v1 response carries the rate-limit headers once, whether its handler wrote them or the limiter did', async (t) => {
+  const api = await testApp(t, { rateLimit: true, seed: { products: 30, orders: 30, events: 30 } });
+  await setTier(api.database.sql, 'anonymous', { allowance: 1000, windowSeconds: 60, concurrency: 4 });
+  const names = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit'];
+  const paths = {
+    '/v1/products?limit=2': 200,
+    '/v1/products?page=1&page-size=2': 200,
+    '/v1/orders?page-size=2': 200,
+    '/v1/events?page-size=2&before=2030-01-01T00:00:00Z': 200,
+    '/v1/products?limit=500': 400,
+    '/v1/nothing': 404,
+    '/v1': 200,
+  };
+  let remaining = 1000;
+  for (const [path, status] of Object.entries(paths)) {
+    const res = await api.request(path);
+    t.equal(res.status, status, path);
+    for (const name of names) {
+      // A header set twice reads as both values joined by ", ".
+      t.match(res.headers.get(name), /^[^,]+$/, `${path}: ${name} once`);
+    }
+    const now = Number(res.headers.get('x-ratelimit-remaining'));
+    t.ok(now < remaining, `${path}: charged, and its headers say so (${now})`);
+    remaining = now;
+  }
 });

@@ -1,0 +1,186 @@
+// Start-up shared by the Node, Deno and Bun entries: the database (embedded or DATABASE_URL), migrations,
+// seeding and the cursor secret on a direct connection, then the pools and the app.
+import { drizzle } from 'drizzle-orm/postgres-js';
+import type { Context, Hono } from 'hono';
+import postgres, { type Sql } from 'postgres';
+import { type Database, openDatabase } from '../../db/client.ts';
+import { resolveDatabaseUrl } from '../../db/embedded.ts';
+import { runMigrations } from '../../db/migrate.ts';
+import { pooledByUrl, probeServer } from '../../db/probe.ts';
+import * as schema from '../../db/schema.ts';
+import { defaultSizes, seedIfEmpty } from '../../db/seed.ts';
+import { loadCursorSecret } from '../pagination/cursor-secret.ts';
+import { demoRegistry } from '../pagination/demo-collections.ts';
+import { buildApp } from './app.ts';
+import { type Config, ConfigError, parseConfig } from './config.ts';
+import type { Logger } from './logger.ts';
+
+export interface Service {
+  readonly app: Hono;
+  readonly database: Database;
+  /** Closes the pools, then stops the embedded PostgreSQL if this process started it. */
+  release(): Promise<void>;
+  /** Last words before the process exits in a hurry: stops the embedded PostgreSQL's server at once. */
+  abandon(): void;
+}
+
+export interface StartOptions {
+  /** Start-up lines at info, the autovacuum warning at warn, then a line per request (lib/http/observe.ts). */
+  readonly logger: Logger;
+  /** True once a stop signal came: /readyz fails (lib/http/shutdown.ts); never, by default. */
+  readonly draining?: () => boolean;
+  /** The socket's peer address as the runtime reports it (Node's by default: lib/http/forwarding.ts). */
+  readonly remoteAddress?: (c: Context) => string | undefined;
+}
+
+/** The configuration, or the process ends with the one line that names the bad variable. */
+export function readConfig(env: Record<string, string | undefined>): Config {
+  try {
+    return parseConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+/**
+ * One warning line when the PostgreSQL server runs with autovacuum off (a server setting, not one of a
+ * database): the rate limiter rewrites a row of `rate_windows` on every request, and without autovacuum
+ * nothing removes the dead versions, so the table and every decision's work keep growing
+ * (docs/operations.md, "Autovacuum").
+ */
+async function warnWithoutAutovacuum(sql: Sql, logger: Logger): Promise<void> {
+  const [row] = await sql`select current_setting('autovacuum') as autovacuum`;
+  if (row?.autovacuum !== 'on') {
+    logger.warn(
+      `autovacuum is ${row?.autovacuum ?? 'unknown'} on this PostgreSQL server; the rate limiter's table rate_windows needs it, or its dead rows pile up and slow every request (docs/operations.md, "Autovacuum")`,
+    );
+  }
+}
+
+/**
+ * The URL for session-level work must reach the primary itself: a migration holds an advisory lock for its
+ * session, which a transaction pooler would leave on a server connection that others then get (they wait
+ * for it for good), and a standby refuses every write.
+ */
+async function checkDirect(url: string, name: string): Promise<void> {
+  const server = await probeServer(url);
+  if (server.pooler) {
+    throw new Error(`${name} leads to a connection pooler; set DATABASE_DIRECT_URL to the database itself, for migrations and seeding`);
+  }
+  if (server.standby) {
+    throw new Error(
+      `${name} leads to a standby, which refuses writes; set DATABASE_URL to the primary and DATABASE_READ_URL to the standby`,
+    );
+  }
+}
+
+/** Whether a transaction pooler leads to `url`: the URL's `prepare` says so, or the server is asked. */
+async function pooled(url: string): Promise<boolean> {
+  return pooledByUrl(url) ?? (await probeServer(url)).pooler;
+}
+
+/** A start-up failure as the one line an operator reads: a stack trace tells them nothing more. */
+export function describeFailure(error: unknown, port: number): string {
+  const { code, syscall, message } = error as NodeJS.ErrnoException;
+  if (syscall === 'listen' && code === 'EADDRINUSE') return `port ${port} is in use: set PORT to a free one`;
+  if (syscall === 'listen' && code === 'EACCES') return `port ${port} needs privileges: set PORT to 1024 or above`;
+  // postgres.js reports a refused connection to "localhost" as an AggregateError with no message.
+  return message || code || String(error);
+}
+
+/** Everything up to serving: rejects with an Error whose message is the one line an operator reads. */
+export async function startService(config: Config, options: StartOptions): Promise<Service> {
+  const { logger } = options;
+  const log = (line: string) => logger.info(line);
+  const postgresServer = await resolveDatabaseUrl(config.databaseUrl, log);
+  const url = postgresServer.url;
+  const directUrl = config.databaseDirectUrl ?? url;
+  await checkDirect(directUrl, config.databaseDirectUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL');
+  await runMigrations(directUrl);
+  const open = (sessionUrl: string) => postgres(sessionUrl, { max: 1, onnotice: () => {} });
+  const seeded = await seedIfEmpty(directUrl, defaultSizes, open);
+  if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
+  const session = open(directUrl);
+  let cursorSecret: string;
+  try {
+    cursorSecret = await loadCursorSecret(drizzle(session, { schema }), config.cursorSecret);
+    await warnWithoutAutovacuum(session, logger);
+  } finally {
+    await session.end();
+  }
+
+  // The direct URL was found to be no pooler: DATABASE_URL, when it is the same, need not be asked again.
+  const isPooled = directUrl === url ? (pooledByUrl(url) ?? false) : await pooled(url);
+  const readUrl = config.databaseReadUrl;
+  const database = openDatabase(url, {
+    max: config.databasePoolSize,
+    statementTimeoutMs: config.statementTimeoutMs,
+    poolTimeoutMs: config.poolTimeoutMs,
+    pooled: isPooled,
+    read: readUrl === undefined ? undefined : { url: readUrl, pooled: await pooled(readUrl) },
+  });
+  if (isPooled) log('DATABASE_URL leads to a transaction pooler: no named statements, no pipelining');
+  const app = buildApp({
+    database,
+    config,
+    registry: demoRegistry(),
+    cursorSecret,
+    rateLimit: {},
+    remoteAddress: options.remoteAddress,
+    logger,
+    draining: options.draining,
+  });
+  return {
+    app,
+    database,
+    async release() {
+      await database.close();
+      await postgresServer.stop();
+    },
+    abandon: () => postgresServer.abandon(),
+  };
+}
+
+export interface SignalOptions {
+  /** SHUTDOWN_TIMEOUT_MS: past this the process exits 1 whatever is still running. */
+  readonly timeoutMs: number;
+  readonly log: (line: string) => void;
+  /** Stops accepting; resolves once the requests in flight are answered. */
+  readonly stopServing: () => Promise<void>;
+  readonly exit: (code: number) => void;
+}
+
+/**
+ * The Deno and Bun entries' stop: on SIGTERM, SIGINT or SIGHUP, stop accepting, let the requests in flight
+ * finish, close the pools (and the embedded PostgreSQL) and exit 0; past the deadline, or on another
+ * signal, exit 1. Node's entry does more (lib/http/shutdown.ts: keep-alive connections told to close).
+ */
+export function stopOnSignals(service: Service, options: SignalOptions): void {
+  let stopping = false;
+  const force = (reason: string) => {
+    options.log(`${reason}: exiting`);
+    service.abandon();
+    options.exit(1);
+  };
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return force(`${signal} again`);
+    stopping = true;
+    options.log(`${signal}: finishing the requests in flight, for at most ${options.timeoutMs} ms`);
+    const deadline = setTimeout(() => force(`Shutdown deadline of ${options.timeoutMs} ms passed`), options.timeoutMs);
+    options
+      .stopServing()
+      .then(() => service.release())
+      .then(
+        () => {
+          clearTimeout(deadline);
+          options.exit(0);
+        },
+        (error: unknown) => force(`Stopping failed (${(error as Error).message})`),
+      );
+  };
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, stop);
+}
