@@ -1,5 +1,6 @@
 // The HTTP application: routes, 404/405, and the one error handler. Built per database and config.
 import { type Context, Hono } from 'hono';
+import type { Sql } from 'postgres';
 import type { Database } from '../../db/client.ts';
 import { type Links, linkHeader, linksObject } from '../pagination/links.ts';
 import type { Registry } from '../pagination/registry.ts';
@@ -53,7 +54,9 @@ export function buildApp(deps: AppDeps): Hono {
     deps.log ?? ((error: unknown, c?: Context) => (c === undefined ? logger.error({ err: error }, 'Error') : c.set('error', error)));
   const draining = deps.draining ?? (() => false);
   // Counted only where they can be read: /metrics is served only with an admin token.
-  const metrics = config.adminToken === undefined ? undefined : createMetrics(database.sql);
+  const pools: Record<string, Sql> = { primary: database.sql };
+  if (database.reads !== database) pools.replica = database.reads.sql;
+  const metrics = config.adminToken === undefined ? undefined : createMetrics(pools);
   const peer = deps.remoteAddress ?? socketAddress;
   // Collection queries run on the read replica when there is one (DATABASE_READ_URL).
   const collectionDeps = { ...deps, database: database.reads };

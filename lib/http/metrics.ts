@@ -32,8 +32,11 @@ const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 const DECISION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5];
 const BATCH_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256];
 
-/** The registry and its metrics; `pool` is the data queries' client, whose state is read at each scrape. */
-export function createMetrics(pool: Sql): Metrics {
+/**
+ * The registry and its metrics. `pools` are the clients of data queries by name (`primary`, and `replica`
+ * when collection queries go to one), whose state is read at each scrape.
+ */
+export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
@@ -74,25 +77,31 @@ export function createMetrics(pool: Sql): Metrics {
     buckets: BATCH_BUCKETS,
     registers,
   });
-  const stats = (pool as Sql & { poolStats?: () => PoolStats }).poolStats;
-  if (stats) {
+  const stats = Object.entries(pools).flatMap(([name, sql]) => {
+    const read = (sql as Sql & { poolStats?: () => PoolStats }).poolStats;
+    return read === undefined ? [] : [{ pool: name, read }];
+  });
+  if (stats.length > 0) {
     new Gauge({
       name: 'db_pool_connections',
-      help: 'Open connections of the data queries pool, by state: in_use (running a statement), idle',
-      labelNames: ['state'],
+      help: 'Open connections of a data queries pool (primary, replica), by state: in_use (running a statement), idle',
+      labelNames: ['pool', 'state'],
       registers,
       collect() {
-        const now = stats();
-        this.set({ state: 'in_use' }, now.inUse);
-        this.set({ state: 'idle' }, now.open - now.inUse);
+        for (const { pool, read } of stats) {
+          const now = read();
+          this.set({ pool, state: 'in_use' }, now.inUse);
+          this.set({ pool, state: 'idle' }, now.open - now.inUse);
+        }
       },
     });
     new Gauge({
       name: 'db_pool_queries_waiting',
-      help: 'Data queries not running yet: waiting for a connection of the pool, or pipelined behind another statement on one',
+      help: 'Data queries not running yet, by pool: waiting for a connection, or pipelined behind another statement on one',
+      labelNames: ['pool'],
       registers,
       collect() {
-        this.set(stats().waiting);
+        for (const { pool, read } of stats) this.set({ pool }, read().waiting);
       },
     });
   }

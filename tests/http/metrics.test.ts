@@ -99,20 +99,20 @@ t.test('requests, latency, limiter decisions and statements, pool, process: coun
   const reserved = await own.reserve();
   await reserved`begin`;
   await reserved`lock table products in access exclusive mode`;
-  t.equal(value(await scrape(api.request), 'db_pool_connections', { state: 'in_use' }), 0, 'an idle pool');
+  t.equal(value(await scrape(api.request), 'db_pool_connections', { pool: 'primary', state: 'in_use' }), 0, 'an idle pool');
   const held = Array.from({ length: 6 }, (_, i) =>
     api.request(`/v1/products?limit=1&count=none&offset=${i}`, { address: `198.51.100.${i}` }),
   );
   await lockWaiters(own, api.database.name, 4);
   m = await scrape(api.request);
-  t.equal(value(m, 'db_pool_connections', { state: 'in_use' }), 4, 'every connection of the pool in use');
-  t.equal(value(m, 'db_pool_queries_waiting'), 2, 'two queries wait for one');
+  t.equal(value(m, 'db_pool_connections', { pool: 'primary', state: 'in_use' }), 4, 'every connection of the pool in use');
+  t.equal(value(m, 'db_pool_queries_waiting', { pool: 'primary' }), 2, 'two queries wait for one');
   await reserved`commit`;
   reserved.release();
   for (const res of await Promise.all(held)) t.equal(res.status, 200);
   m = await scrape(api.request);
-  t.equal(value(m, 'db_pool_queries_waiting'), 0, 'none waits once they are served');
-  t.equal(value(m, 'db_pool_connections', { state: 'in_use' }), 0);
+  t.equal(value(m, 'db_pool_queries_waiting', { pool: 'primary' }), 0, 'none waits once they are served');
+  t.equal(value(m, 'db_pool_connections', { pool: 'primary', state: 'in_use' }), 0);
 });
 
 t.test('503s by cause: the limiter, a query, readiness, draining', async (t) => {
