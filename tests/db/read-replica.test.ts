@@ -1,10 +1,13 @@
 // A read replica: a real streaming standby (pg_basebackup -R of a private primary). Collection queries go to
 // DATABASE_READ_URL, the limiter and keys stay on the primary, cursors walk exactly on the replica, a row
 // written on the primary shows after the replica's lag; a standby as DATABASE_URL is refused in one line.
+
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import postgres from 'postgres';
 import t from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
 import { seedTable } from '../../db/seed.ts';
+import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { startCluster } from '../helpers/cluster.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
@@ -36,7 +39,11 @@ t.test('collection queries on a streaming standby', async (t) => {
     );
   });
 
-  const server = await startServer(t, await freePort(), { DATABASE_URL: primary.url(), DATABASE_READ_URL: standby.url() });
+  const server = await startServer(t, await freePort(), {
+    DATABASE_URL: primary.url(),
+    DATABASE_READ_URL: standby.url(),
+    ADMIN_TOKEN,
+  });
   const get = async (path: string, key?: string) => {
     const res = await fetch(`${server.url}${path}`, key ? { headers: { authorization: `Bearer ${key}` } } : {});
     return { status: res.status, body: await res.json() };
@@ -60,6 +67,19 @@ t.test('collection queries on a streaming standby', async (t) => {
       walked,
       before.map((row) => row.id),
       'every order that was there, in order, each once',
+    );
+  });
+
+  await t.test("/metrics shows the replica's pool beside the primary's: the walk's queries went to it", async (t) => {
+    const res = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    t.equal(res.status, 200);
+    const connections = parsePrometheusTextFormat(await res.text()).find((family) => family.name === 'db_pool_connections');
+    const open = (pool: string) =>
+      (connections?.metrics ?? []).filter((m) => m.labels?.pool === pool).reduce((sum, m) => sum + Number(m.value), 0);
+    t.ok(open('replica') >= 1, `the replica's pool has open connections (${open('replica')})`);
+    t.ok(
+      connections?.metrics.some((m) => m.labels?.pool === 'primary'),
+      "and the primary's pool is there too",
     );
   });
 
