@@ -21,6 +21,7 @@ import { createLogger, type Logger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { observe } from './observe.ts';
 import { requestIds } from './request-id.ts';
+import { responseHeaders, takeResponseHeaders } from './response-headers.ts';
 
 export interface AppDeps {
   readonly database: Database;
@@ -63,8 +64,10 @@ export function buildApp(deps: AppDeps): Hono {
 
   // Outermost, so that it sees every answer as it leaves, the error handler's included.
   app.use(observe({ logger, metrics, draining }));
-  // First of all: every answer carries its request id, and CORS preflights are answered here, before the
-  // rate limiter, so that they touch no database and cost nothing.
+  // First of all: the headers every answer carries are written once (lib/http/response-headers.ts); every
+  // answer carries its request id, and CORS preflights are answered here, before the rate limiter, so that
+  // they touch no database and cost nothing.
+  app.use(responseHeaders());
   app.use(requestIds());
   app.use(corsPolicy(config.corsOrigins));
 
@@ -117,13 +120,14 @@ export function buildApp(deps: AppDeps): Hono {
     const collection = registry.get(c.req.param('collection'));
     if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
     // The query as the rate limiter read it for its cost, if it did (lib/pagination/serve.ts, `readQuery`), and
-    // its headers, written into the chunk's response as it is made; an error's response gets them from the limiter.
+    // the headers every answer carries, written into the chunk's response as it is made, then taken; an error's
+    // answer gets them as it leaves (lib/http/response-headers.ts).
     const response = await serveCollection(c.req.raw, collection, collectionDeps, {
       peer: peer(c),
       read: c.get('readQuery'),
       headers: c.get('responseHeaders'),
     });
-    c.set('responseHeaders', undefined);
+    takeResponseHeaders(c);
     return response;
   });
 

@@ -28,7 +28,7 @@ const bodies = new WeakMap<Response, string>();
 export function compressibleJson(body: string, headers: Record<string, string>): Response {
   const compressible = body.length >= COMPRESSION_THRESHOLD;
   const all: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...headers };
-  if (compressible) all.vary = 'Accept-Encoding';
+  if (compressible) all.vary = all.vary === undefined ? 'Accept-Encoding' : `${all.vary}, Accept-Encoding`;
   const response = new Response(body, { status: 200, headers: all });
   if (compressible) bodies.set(response, body);
   return response;

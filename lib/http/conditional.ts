@@ -22,8 +22,12 @@ function ifNoneMatchHits(header: string, etag: string): boolean {
   return false;
 }
 
-/** What a 304 repeats of the 200 it stands for (RFC 9110 section 15.4.5); the middleware around adds its own. */
-const REPEATED = ['etag', 'cache-control', 'vary', 'content-location', 'expires'];
+/**
+ * What a 304 leaves out of the 200 it stands for: the representation's own metadata and links (RFC 9110
+ * section 15.4.5). It repeats the rest: ETag, Cache-Control and Vary, which it must, and the request id, CORS
+ * and rate-limit headers the chunk was made with (lib/http/response-headers.ts).
+ */
+const LEFT_OUT = new Set(['content-type', 'content-length', 'content-encoding', 'link']);
 
 /**
  * The conditional request middleware: a GET or HEAD with If-None-Match that names the ETag of its 200 is
@@ -40,10 +44,7 @@ export function conditionalRequests(): MiddlewareHandler {
     const etag = headers.get('etag');
     if (etag === null || !ifNoneMatchHits(header, etag)) return;
     const kept = new Headers();
-    for (const name of REPEATED) {
-      const value = headers.get(name);
-      if (value !== null) kept.set(name, value);
-    }
+    for (const [name, value] of headers) if (!LEFT_OUT.has(name)) kept.append(name, value);
     replaceResponse(c, new Response(null, { status: 304, headers: kept }));
   };
 }

@@ -1,6 +1,7 @@
 // Cross-origin reads from browser pages (docs/api.md, "CORS"): preflights answered at once, answers readable.
 import type { MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
+import { addResponseHeaders } from './response-headers.ts';
 
 /** The headers a page may read: the pagination and rate-limit ones GitHub exposes, and ours. */
 const EXPOSED_HEADERS = [
@@ -48,28 +49,22 @@ export function corsPolicy(origins: '*' | readonly string[]): MiddlewareHandler 
     maxAge: PREFLIGHT_MAX_AGE_SECONDS,
   });
 
-  /** The CORS headers of an answer to a request from `origin` (absent: not a browser's cross-origin request). */
-  function decorate(headers: Headers, origin: string | undefined): void {
-    const allow = origin === undefined && !anyOrigin ? null : allowOrigin(origin ?? '');
-    if (allow !== null) {
-      headers.set('access-control-allow-origin', allow);
-      headers.set('access-control-expose-headers', exposed);
-    }
-    // With a list, the answer depends on the request's Origin: a cache must not hand it to another page.
-    if (!anyOrigin) headers.append('vary', 'Origin');
-  }
+  // The CORS headers of an answer to any page (`*`), made once.
+  const toAnyPage = { 'access-control-allow-origin': '*', 'access-control-expose-headers': exposed };
 
   return async function corsHeaders(c, next) {
     if (c.req.method === 'OPTIONS') return preflight(c, next);
-    const origin = c.req.header('origin');
-    try {
-      await next();
-    } catch (error) {
-      // Thrown past every handler (the not-found handler's 404): the error handler makes the answer from the
-      // headers prepared here.
-      decorate(c.res.headers, origin);
-      throw error;
+    if (anyOrigin) {
+      addResponseHeaders(c, toAnyPage);
+    } else {
+      const origin = c.req.header('origin');
+      const allow = origin === undefined ? null : allowOrigin(origin);
+      const headers: Record<string, string> =
+        allow === null ? {} : { 'access-control-allow-origin': allow, 'access-control-expose-headers': exposed };
+      // With a list, the answer depends on the request's Origin: a cache must not hand it to another page.
+      headers.vary = 'Origin';
+      addResponseHeaders(c, headers);
     }
-    decorate(c.res.headers, origin);
+    await next();
   };
 }

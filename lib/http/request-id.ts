@@ -1,6 +1,7 @@
 // X-Request-Id on every answer (docs/api.md, "Request ids"): the client's own when it is sane, else a fresh one.
 import { randomUUID } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
+import { addResponseHeaders } from './response-headers.ts';
 
 /**
  * A request id a client may choose: 1 to 128 characters of letters, digits and `_ - . : = + /` (UUIDs,
@@ -22,16 +23,16 @@ declare module 'hono' {
 }
 
 /**
- * The request id middleware, first of all. Hono's own (`hono/request-id`) sets its header before the
- * handler runs, where an answer the handler makes itself (every chunk) does not see it; this one sets it on
- * the answer once it is made, in place. Problem bodies take it from the context (lib/http/errors.ts).
+ * The request id middleware, before every other but `responseHeaders()`. Hono's own (`hono/request-id`) sets
+ * its header before the handler runs, where an answer the handler makes itself (every chunk) does not see
+ * it; this one adds it to the headers every answer carries (lib/http/response-headers.ts). Problem bodies
+ * take it from the context (lib/http/errors.ts).
  */
 export function requestIds(): MiddlewareHandler {
   return async function requestId(c, next) {
     const id = requestIdOf(c.req.header('x-request-id'));
     c.set('requestId', id);
-    // Should next() throw, the error handler makes the answer and writes the id itself.
+    addResponseHeaders(c, { 'x-request-id': id });
     await next();
-    c.res.headers.set('x-request-id', id);
   };
 }

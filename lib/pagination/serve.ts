@@ -72,7 +72,7 @@ export interface ServeOptions {
    * absent, or of another collection, the query is read here.
    */
   readonly read?: ReadQuery | undefined;
-  /** Headers the response carries besides its own (the rate limiter's: the context variable `responseHeaders`). */
+  /** Headers the response carries besides its own (request id, CORS, rate limit: lib/http/response-headers.ts). */
   readonly headers?: Readonly<Record<string, string>> | undefined;
 }
 

@@ -6,6 +6,7 @@ import type { Config } from '../http/config.ts';
 import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
 import { socketAddress } from '../http/forwarding.ts';
 import type { Metrics } from '../http/metrics.ts';
+import { addResponseHeaders } from '../http/response-headers.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import type { Registry } from '../pagination/registry.ts';
 import { queryCost, readForCost } from './cost.ts';
@@ -87,7 +88,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     c.set('decision', decision);
     offerHousekeeping();
 
-    let headers = rateLimitHeaders(decision);
+    const headers = rateLimitHeaders(decision);
     if (decision.outcome === 'rate') {
       throw new ApiError(
         'Request_limit_exceeded',
@@ -104,16 +105,10 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       throw new ApiError('invalid_api_key', 'Invalid API key: unknown, revoked or malformed', { headers });
     }
 
-    // A handler that writes them into its own response takes them (lib/http/app.ts); any other response gets
-    // them below, as it leaves.
-    c.set('responseHeaders', headers);
+    // Every answer carries them (lib/http/response-headers.ts): a chunk writes them in as it is made.
+    addResponseHeaders(c, headers);
     try {
       await next();
-    } catch (error) {
-      // Thrown past Hono's handler (the not-found handler's 404): the error handler makes the response after
-      // this returns, from the headers prepared here.
-      for (const name in headers) c.header(name, headers[name]);
-      throw error;
     } finally {
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease. A
@@ -122,34 +117,17 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         // and a connection that stopped answering would hold the answer up to the timeout. A 304 is free:
         // its units go back with the release, and its headers report the allowance with them back.
         const refund = c.res.status === 304 ? { units: decision.charged, bucketExpiry: decision.reset } : undefined;
-        if (refund !== undefined) headers = rateLimitHeaders({ ...decision, remaining: decision.remaining + refund.units });
+        if (refund !== undefined) {
+          const refunded = rateLimitHeaders({ ...decision, remaining: decision.remaining + refund.units });
+          // A 304 is made anew (lib/http/conditional.ts) with the headers of the chunk it stands for.
+          const target = c.res.headers;
+          for (const name in refunded) target.set(name, refunded[name]!);
+        }
         const released = limiter.release(decision.subject, decision.lease, refund).catch((error: unknown) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);
         });
         if (c.res.status !== 503) await released;
       }
     }
-    // Set once, on the response as it leaves, whatever made it, unless its handler wrote them in already: a
-    // handler's plain Response, c.json, or the error handler's problem; and always on a 304, which replaced the
-    // chunk they were written into (lib/http/conditional.ts) and reports the allowance with its refund. In
-    // place: c.header() on a finished response would copy it into a streamed one, which costs far more.
-    if (c.get('responseHeaders') === undefined && c.res.status !== 304) return;
-    try {
-      const target = c.res.headers;
-      for (const name in headers) target.set(name, headers[name]!);
-    } catch {
-      for (const name in headers) c.header(name, headers[name]); // immutable headers
-    }
   };
-}
-
-declare module 'hono' {
-  interface ContextVariableMap {
-    /**
-     * The rate-limit headers of this request's response, set by the limiter before the handler runs. A handler
-     * that makes its response with them (lib/pagination/chunk.ts) unsets this once it has, so that they are
-     * not set again on the finished response, which would cost a Headers object.
-     */
-    responseHeaders: Readonly<Record<string, string>> | undefined;
-  }
 }

@@ -28,6 +28,9 @@ t.test('a chunk carries a weak ETag and Cache-Control: private, no-cache; If-Non
     t.equal(limits(res).remaining, 56, `${header}: the allowance as it was, with the 304's units back`);
     t.equal(limits(res).limit, 60, header);
     t.match(res.headers.get('ratelimit'), /;r=56;/, header);
+    t.equal(res.headers.get('link'), null, `${header}: no links of a body it does not send`);
+    t.match(res.headers.get('x-request-id'), /^[0-9a-f-]{36}$/, `${header}: its own request id`);
+    t.equal(res.headers.get('access-control-allow-origin'), '*', `${header}: readable by a page`);
   }
   t.equal(await chargedUnits(api.database.sql), before, 'the four 304s cost nothing');
 

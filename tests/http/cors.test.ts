@@ -61,7 +61,7 @@ t.test('CORS_ORIGINS unset (*): every answer is readable from any page, with the
 
 t.test('CORS_ORIGINS lists origins: only those get the headers, and answers vary by Origin', async (t) => {
   const api = await testApp(t, {
-    seed: { products: 3 },
+    seed: { products: 30 },
     rateLimit: true,
     env: { CORS_ORIGINS: 'https://app.example,http://localhost:5173' },
   });
@@ -83,4 +83,13 @@ t.test('CORS_ORIGINS lists origins: only those get the headers, and answers vary
   const granted = await fetch(`${origin}/v1/products`, preflight('https://app.example'));
   t.equal(granted.headers.get('access-control-allow-origin'), 'https://app.example');
   t.equal(await chargedUnits(api.database.sql), 6, 'three GETs of 2 units each (one item and an exact count); no preflight counted');
+  const large = await fetch(`${origin}/v1/products?limit=20`, { headers: { origin: 'http://localhost:5173', 'accept-encoding': 'gzip' } });
+  t.equal(large.headers.get('content-encoding'), 'gzip');
+  t.equal(large.headers.get('vary'), 'Origin, Accept-Encoding', 'a compressed answer varies by both');
+  const again = await fetch(`${origin}/v1/products?limit=20`, {
+    headers: { origin: 'http://localhost:5173', 'if-none-match': large.headers.get('etag')! },
+  });
+  t.equal(again.status, 304);
+  t.equal(again.headers.get('vary'), 'Origin, Accept-Encoding', 'so does its 304');
+  t.equal(again.headers.get('access-control-allow-origin'), 'http://localhost:5173');
 });

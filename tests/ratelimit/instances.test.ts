@@ -52,9 +52,15 @@ t.test('three instances, one database', async (t) => {
     });
 
   await t.test('the registration limit holds across instances: exactly 5 keys per address', async (t) => {
+    // The registration tier's cap of 2 requests in flight declines, at random, requests that would otherwise
+    // have fitted the allowance (a 429 Concurrency_limit_exceeded, not charged): with it raised, only the
+    // allowance decides, and exactly 5 of the 128 are served.
+    const raised = await adminCall(a, 'PUT', '/admin/tiers/registration', { limit: 5, windowSeconds: 3600, concurrency: CLIENTS });
+    t.equal(raised.status, 200);
     const result = await hammer(servers, 128, (s) => fetch(`${s.url}/v1/keys`, { method: 'POST' }));
     t.equal(result.count(201), 5, `${result.count(201)} keys issued`);
     t.equal(result.count(429), 123);
+    t.same(new Set(result.codes), new Set(['Request_limit_exceeded']), 'every other one declined by the allowance');
     const [row] = await db.sql`select count(*)::int as n from api_keys`;
     t.equal(row!.n, 5);
   });
