@@ -1,7 +1,12 @@
 // `tsx bench/observe-cost.ts [requests]`: the CPU a request's log line and metrics cost, in this process,
 // without a database or a socket: GET /healthz through the app (app.request), with the request log at
-// info or silent, and metrics on (ADMIN_TOKEN) or off, in rotation. The line goes to /dev/null through
-// pino's asynchronous destination, as the service writes stdout. Not part of the tests.
+// info or silent, and metrics on (ADMIN_TOKEN) or off, in rotation. The lines go through pino's
+// asynchronous destination, as the service writes stdout, into a pipe that `cat` drains, as a container
+// runtime or a log shipper reads the service's stdout. Not part of the tests.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pino from 'pino';
 import { openDatabase } from '../db/client.ts';
 import { buildApp } from '../lib/http/app.ts';
@@ -15,8 +20,16 @@ const ROUNDS = 7;
 // Never connected: /healthz asks nothing of the database, and postgres.js connects on the first query.
 const database = openDatabase('postgres://nobody@127.0.0.1:1/none', { max: 1 });
 
+// A named pipe with a reader: writes to it cost what writes to a piped stdout cost.
+const dir = mkdtempSync(path.join(tmpdir(), 'observe-cost-'));
+const fifo = path.join(dir, 'log');
+execFileSync('mkfifo', [fifo]);
+const reader = spawn('sh', ['-c', `cat "${fifo}" > /dev/null`], { stdio: 'ignore' });
+// Opened here, synchronously: it waits for the reader, so every line measured is really written.
+const destination = pino.destination({ dest: openSync(fifo, 'w'), sync: false });
+
 function app(level: 'info' | 'silent', metrics: boolean) {
-  const logger = createLogger({ level, destination: pino.destination({ dest: '/dev/null', sync: false }) });
+  const logger = createLogger({ level, destination });
   const config = parseConfig(metrics ? { ADMIN_TOKEN: 'x'.repeat(32) } : {});
   return buildApp({ database, config, registry: demoRegistry(), cursorSecret: 'x'.repeat(32), logger }).request;
 }
@@ -51,3 +64,7 @@ for (const [name, xs] of results) {
   console.log(`| ${name} | ${m.toFixed(2)} | ${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)} | ${(m - base).toFixed(2)} |`);
 }
 await database.close();
+destination.flushSync();
+destination.end();
+await new Promise((resolve) => reader.once('exit', resolve));
+rmSync(dir, { recursive: true, force: true });
