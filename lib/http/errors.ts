@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 
 /** Every error code of the public contract, with its status (docs/api.md, "Error codes"). */
-const errorStatus = {
+export const errorStatus = {
   invalid_parameter: 400,
   invalid_cursor: 400,
   invalid_api_key: 401,
@@ -22,7 +22,8 @@ const errorStatus = {
 
 export type ErrorCode = keyof typeof errorStatus;
 
-const titles: Record<number, string> = {
+/** The reason phrase of each status the service answers with: a problem's `title`. */
+export const titles: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',

@@ -7,14 +7,16 @@ import type { QueryParams } from './params.ts';
 import type { Collection } from './registry.ts';
 import { collectionKey, runShape, shapeOf } from './shapes.ts';
 
-export type CountMode = 'exact' | 'estimated' | 'none';
+/** The values of `count`, the default first. */
+export const COUNT_MODES = ['exact', 'estimated', 'none'] as const;
+export type CountMode = (typeof COUNT_MODES)[number];
 
 export function parseCountMode(params: QueryParams): CountMode {
   const value = params.get('count') ?? 'exact';
-  if (value !== 'exact' && value !== 'estimated' && value !== 'none') {
-    throw invalidParameter('count', 'must be one of exact, estimated, none');
+  if (!(COUNT_MODES as readonly string[]).includes(value)) {
+    throw invalidParameter('count', `must be one of ${COUNT_MODES.join(', ')}`);
   }
-  return value;
+  return value as CountMode;
 }
 
 /**
