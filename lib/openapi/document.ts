@@ -36,7 +36,7 @@ function json(description: string, schema: Schema, responseHeaders: Record<strin
 /** A problem+json response of one status: the shared schema, narrowed to the codes of that status. */
 function problem(status: number, description: string, responseHeaders: Record<string, Schema> = {}): Schema {
   const codes = codesOf(status);
-  const schema = { allOf: [ref('Problem'), { properties: { status: { const: status }, code: { enum: codes } } }] };
+  const schema = { allOf: [ref('Problem'), { type: 'object', properties: { status: { const: status }, code: { enum: codes } } }] };
   return {
     description: `${description} (${codes.join(', ')})`,
     headers: responseHeaders,
