@@ -31,23 +31,25 @@ const timestamp: Schema = {
 /**
  * What each parameter of a variant means and takes. Typed over variantParams: a parameter added there does not
  * compile until it is described here. A description returning undefined leaves the parameter out for that collection.
+ * Defaults are told in the description, never as a schema's `default`: docs pages fill that in for "Try it",
+ * and a parameter sent picks its variant (`limit` and `page` together are a 400).
  */
 const variantParamDocs: Record<VariantParam, (collection: Collection) => { description: string; schema: Schema } | undefined> = {
   limit: ({ pageSize }) => ({
-    description: 'Items in the chunk.',
-    schema: { type: 'integer', minimum: 1, maximum: pageSize.max, default: pageSize.default },
+    description: `Items in the chunk. Default ${pageSize.default}.`,
+    schema: { type: 'integer', minimum: 1, maximum: pageSize.max },
   }),
   offset: () => ({
-    description: 'Items skipped before the chunk.',
-    schema: { type: 'integer', minimum: 0, maximum: MAX_SAFE, default: 0 },
+    description: 'Items skipped before the chunk. Default 0.',
+    schema: { type: 'integer', minimum: 0, maximum: MAX_SAFE },
   }),
   page: () => ({
-    description: 'The zero-based page; offset = page-size × page, at most 2^53−1.',
-    schema: { type: 'integer', minimum: 0, maximum: MAX_SAFE, default: 0 },
+    description: 'The zero-based page; offset = page-size × page, at most 2^53−1. Default 0.',
+    schema: { type: 'integer', minimum: 0, maximum: MAX_SAFE },
   }),
   'page-size': ({ pageSize }) => ({
-    description: 'Items in the chunk; may change from one chunk to the next. Alone, it starts the first chunk of the keyset variant.',
-    schema: { type: 'integer', minimum: 1, maximum: pageSize.max, default: pageSize.default },
+    description: `Items in the chunk; may change from one chunk to the next. Alone, it starts the first chunk of the keyset variant. Default ${pageSize.default}.`,
+    schema: { type: 'integer', minimum: 1, maximum: pageSize.max },
   }),
   cursor: () => ({
     description: 'Opaque and signed: taken from a `next`, `prev` or `poll` link the service gave, never written by hand.',
@@ -69,8 +71,8 @@ const variantParamDocs: Record<VariantParam, (collection: Collection) => { descr
     };
   },
   count: () => ({
-    description: "`exact`: count(*) of the filtered set; `estimated`: the planner's estimate; `none`: no size and no `last` link.",
-    schema: { type: 'string', enum: [...COUNT_MODES], default: COUNT_MODES[0] },
+    description: `\`${COUNT_MODES[0]}\` (the default): count(*) of the filtered set; \`estimated\`: the planner's estimate; \`none\`: no size and no \`last\` link.`,
+    schema: { type: 'string', enum: [...COUNT_MODES] },
   }),
 };
 
