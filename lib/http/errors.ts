@@ -22,8 +22,7 @@ export const errorStatus = {
 
 export type ErrorCode = keyof typeof errorStatus;
 
-/** The reason phrase of each status the service answers with: a problem's `title`. */
-export const titles: Record<number, string> = {
+const titles: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',

@@ -59,13 +59,3 @@ export const RATE_LIMIT_HEADERS = [
   'RateLimit-Policy',
   'RateLimit',
 ] as const;
-
-/** A header set as the `headers` of an OpenAPI Response Object: references to the components, each required. */
-export function headerRefs(names: readonly HeaderName[]): Record<string, { $ref: string }> {
-  return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
-}
-
-/** The document's `components.headers`: every header of the table, required where it is sent. */
-export function headerComponents(): Record<string, HeaderDoc & { required: true }> {
-  return Object.fromEntries(Object.entries(headerDocs).map(([name, doc]) => [name, { ...doc, required: true }]));
-}

@@ -77,14 +77,14 @@ const variantParamDocs: Record<VariantParam, (collection: Collection) => { descr
 };
 
 const opMeaning: Record<FilterOp, string> = {
-  eq: 'equals',
-  ne: 'differs from',
-  lt: 'is less than',
-  lte: 'is at most',
-  gt: 'is greater than',
-  gte: 'is at least',
-  in: 'is one of (a comma list)',
-  prefix: 'starts with (literally: `%` and `_` are no wildcards)',
+  eq: 'equals the value',
+  ne: 'differs from the value',
+  lt: 'is less than the value',
+  lte: 'is at most the value',
+  gt: 'is greater than the value',
+  gte: 'is at least the value',
+  in: 'is one of the values, a comma list',
+  prefix: 'starts with the value, literally (`%` and `_` are no wildcards)',
 };
 
 /** The schema of one filter value of a field type (lib/pagination/filters.ts parses them). */
@@ -108,7 +108,7 @@ function inSchema(type: FieldType): Schema {
 }
 
 /** The wire name of a filter: `field` for eq, `field[op]` otherwise. */
-export function filterName(field: string, op: FilterOp): string {
+function filterName(field: string, op: FilterOp): string {
   return op === 'eq' ? field : `${field}[${op}]`;
 }
 
@@ -136,7 +136,7 @@ export function collectionParameters(collection: Collection): Parameter[] {
       parameters.push({
         name: filterName(field, op),
         in: 'query',
-        description: `Filter: \`${field}\` ${opMeaning[op]} the value.`,
+        description: `Filter: \`${field}\` ${opMeaning[op]}.`,
         schema: op === 'in' ? inSchema(type) : valueSchema(type),
         'x-variants': collection.variants,
       });

@@ -16,11 +16,11 @@ function pascal(name: string): string {
     .join('');
 }
 
-export function itemSchemaName(collection: Collection): string {
+function itemSchemaName(collection: Collection): string {
   return `${pascal(collection.name)}Item`;
 }
 
-export function chunkSchemaName(collection: Collection, variant: VariantName): string {
+function chunkSchemaName(collection: Collection, variant: VariantName): string {
   return `${pascal(collection.name)}${pascal(variant)}Chunk`;
 }
 

@@ -37,14 +37,14 @@ t.test('/docs renders the API in headless Chromium, from this service alone, and
   await page.goto(`${base}/docs`);
   for (const collection of ['products', 'orders', 'events']) {
     await page.locator(`#operations-collections-list_${collection}`).waitFor({ timeout: 30_000 });
-    t.match(await page.locator(`#operations-collections-list_${collection} .opblock-summary-path`).innerText(), `/v1/${collection}`);
+    t.match(await page.locator(`#operations-collections-list_${collection} .opblock-summary-path`).textContent(), `/v1/${collection}`);
   }
 
   const products = page.locator('#operations-collections-list_products');
   await products.locator('.opblock-summary').first().click();
   const parameters = products.locator('.parameters');
   await parameters.waitFor();
-  const names = await parameters.locator('.parameter__name').allInnerTexts();
+  const names = await parameters.locator('.parameter__name').allTextContents();
   const rendered = names.map((name) => name.replace(/\s*\*?\s*required$/, '').trim());
   for (const name of [
     'limit',
@@ -60,7 +60,7 @@ t.test('/docs renders the API in headless Chromium, from this service alone, and
   ]) {
     t.ok(rendered.includes(name), `the parameter ${name} is rendered`);
   }
-  const responses = await products.locator('.responses-wrapper').innerText();
+  const responses = await products.locator('.responses-wrapper').textContent();
   for (const header of [
     'X-RateLimit-Limit',
     'X-RateLimit-Remaining',
@@ -78,12 +78,14 @@ t.test('/docs renders the API in headless Chromium, from this service alone, and
   await products.locator('button.execute').click();
   const live = products.locator('.live-responses-table tr.response');
   await live.waitFor({ timeout: 30_000 });
-  t.equal((await live.locator('.response-col_status').innerText()).trim(), '200', 'Try it out: 200', { response: await live.innerText() });
-  const body = JSON.parse(await live.locator('.highlight-code pre').first().innerText());
+  t.equal((await live.locator('.response-col_status').textContent())?.trim(), '200', 'Try it out: 200', {
+    response: await live.textContent(),
+  });
+  const body = JSON.parse((await live.locator('.highlight-code pre').first().textContent()) ?? '');
   t.equal(body.products.length, 3, 'a chunk of three products');
   t.equal(body.limit, 3);
   t.ok(body._links.next.href.includes('limit=3'), 'with its links');
-  t.match(await live.innerText(), /x-ratelimit-remaining/i, 'and its rate-limit headers');
+  t.match(await live.textContent(), /x-ratelimit-remaining/i, 'and its rate-limit headers');
 
   const outside = requested.filter((url) => !url.startsWith(`${base}/`) && !url.startsWith('data:'));
   t.same(outside, [], 'no request leaves the service');

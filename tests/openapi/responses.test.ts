@@ -1,7 +1,7 @@
 // The document and the service cannot drift apart: real responses of every collection and variant, and real
 // errors (400, 401, 403, 404, 413, 429), validate against GET /openapi.json's own schemas (Ajv, JSON Schema 2020-12);
 // every parameter it documents is taken and no other variant parameter is; /openapi.json and /docs are not rate-limited.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { variantParams } from '../../lib/pagination/variants.ts';
 import { ADMIN_TOKEN, pathOf, type TestApp, testApp } from '../helpers/app.ts';
@@ -13,7 +13,7 @@ const seed = { products: 60, orders: 60, events: 60 };
 
 /** Requests `url` and checks the answer against the document's `method` `path`; returns the parsed body. */
 async function checked(
-  t: Tap.Test,
+  t: Test,
   api: TestApp,
   checker: ReturnType<typeof documentChecker>,
   path: string,
