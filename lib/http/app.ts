@@ -85,6 +85,8 @@ export function buildApp(deps: AppDeps): Hono {
 
   app.all('/', methodNotAllowed('GET, HEAD'));
   app.all('/openapi.json', methodNotAllowed('GET, HEAD'));
+  app.all('/docs', methodNotAllowed('GET, HEAD'));
+  app.all('/docs/:asset', methodNotAllowed('GET, HEAD'));
   app.all('/healthz', methodNotAllowed('GET, HEAD'));
   app.all('/readyz', methodNotAllowed('GET, HEAD'));
   app.all('/v1', methodNotAllowed('GET, HEAD'));

@@ -116,10 +116,13 @@ t.test('every parameter the document gives a collection is taken, and no other v
     const parameters: any[] = document.paths[path].get.parameters;
     for (const parameter of parameters) {
       if (parameter.name === 'cursor') continue; // only ever taken from a link: followed in the test above
-      const example = parameter.schema.examples?.[0] ?? parameter.schema.default ?? parameter.schema.minimum ?? 1;
-      t.same(checker.validate(parameter.schema, example), [], `${collection.name}: ${parameter.name}=${example} fits its own schema`);
-      const res = await api.request(`${path}?${encodeURIComponent(parameter.name)}=${encodeURIComponent(String(example))}`);
-      t.equal(res.status, 200, `${collection.name} takes ${parameter.name}=${example}`, { body: await res.text() });
+      // Every value of an enum; otherwise the schema's example, or its least value.
+      const values: unknown[] = parameter.schema.enum ?? [parameter.schema.examples?.[0] ?? parameter.schema.minimum ?? 1];
+      for (const value of values) {
+        t.same(checker.validate(parameter.schema, value), [], `${collection.name}: ${parameter.name}=${value} fits its own schema`);
+        const res = await api.request(`${path}?${encodeURIComponent(parameter.name)}=${encodeURIComponent(String(value))}`);
+        t.equal(res.status, 200, `${collection.name} takes ${parameter.name}=${value}`, { body: await res.text() });
+      }
     }
     const documented = new Set(parameters.map((p) => p.name));
     for (const name of allParams) {
@@ -147,6 +150,12 @@ t.test('the description, the docs page and its assets are not rate-limited; /v1 
   t.match((await api.request('/docs/swagger-ui-bundle.js')).headers.get('content-type'), 'text/javascript');
   const missing = await api.request('/docs/__proto__');
   t.equal(missing.status, 404, 'no asset but the ones listed');
+  t.equal(missing.headers.get('content-type'), 'application/problem+json');
+  for (const path of ['/', '/openapi.json', '/docs']) {
+    const res = await api.request(path, { method: 'POST' });
+    t.equal(res.status, 405, `POST ${path} is a 405`);
+    t.equal(res.headers.get('allow'), 'GET, HEAD');
+  }
 
   const root = await api.json('/');
   t.same(Object.keys(root.body._links), ['self', 'api', 'service-doc', 'service-desc']);
