@@ -230,6 +230,8 @@ export interface components {
                 name: string;
                 reason: string;
             }[];
+            /** @description The request's X-Request-Id, to quote */
+            requestId: string;
         };
         ProductsItem: {
             id: number;
@@ -398,6 +400,12 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -437,6 +445,12 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -463,6 +477,14 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -489,6 +511,12 @@ export interface operations {
                     RateLimit: string;
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -505,6 +533,12 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -527,8 +561,8 @@ export interface operations {
                 offset?: number;
                 /** @description A comma list of `id`, `name`, `priceCents`, `createdAt`, each optionally prefixed with `-` (descending), each at most once; ties are broken by `id`. Default: `id`. Taken by offset, page, cursor pagination. */
                 sort?: string;
-                /** @description `exact` (the default): count(*) of the filtered set; `estimated`: the planner's estimate; `none`: no size and no `last` link. Taken by offset, page pagination. */
-                count?: "exact" | "estimated" | "none";
+                /** @description `exact` (the default): count(*) of the filtered set; `estimated` (or PostgREST's name `planned`): the planner's estimate; `none`: no size and no `last` link. Taken by offset, page pagination. */
+                count?: "exact" | "estimated" | "none" | "planned";
                 /** @description The zero-based page; offset = page-size × page, at most 2^53−1. Default 0. Picks page pagination. Taken by page pagination. */
                 page?: number;
                 /** @description Items in the chunk; may change from one chunk to the next. Alone, it starts the first chunk of the keyset variant. Default 20. Taken by page, cursor pagination. */
@@ -556,7 +590,10 @@ export interface operations {
                 /** @description Filter: `name` starts with the value, literally (`%` and `_` are no wildcards). */
                 "name[prefix]"?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -567,6 +604,14 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description `br` or `gzip`, for a chunk of 1,400 bytes or more to a client whose Accept-Encoding takes it */
+                    "Content-Encoding"?: "br" | "gzip";
                     /** @description The client's allowance: units per window of its tier */
                     "X-RateLimit-Limit": number;
                     /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
@@ -577,11 +622,46 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ProductsOffsetChunk"] | components["schemas"]["ProductsPageChunk"] | components["schemas"]["ProductsCursorChunk"];
                 };
+            };
+            /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
+            304: {
+                headers: {
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A parameter, filter, sort or cursor is wrong; invalid_params names each (invalid_parameter, invalid_cursor) */
             400: {
@@ -596,6 +676,12 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -620,6 +706,14 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -646,6 +740,12 @@ export interface operations {
                     RateLimit: string;
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -662,6 +762,12 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -701,7 +807,10 @@ export interface operations {
                 /** @description Filter: `totalCents` is at least the value. */
                 "totalCents[gte]"?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -712,6 +821,14 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description `br` or `gzip`, for a chunk of 1,400 bytes or more to a client whose Accept-Encoding takes it */
+                    "Content-Encoding"?: "br" | "gzip";
                     /** @description The client's allowance: units per window of its tier */
                     "X-RateLimit-Limit": number;
                     /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
@@ -722,11 +839,46 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["OrdersCursorChunk"];
                 };
+            };
+            /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
+            304: {
+                headers: {
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A parameter, filter, sort or cursor is wrong; invalid_params names each (invalid_parameter, invalid_cursor) */
             400: {
@@ -741,6 +893,12 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -765,6 +923,14 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -791,6 +957,12 @@ export interface operations {
                     RateLimit: string;
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -807,6 +979,12 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -840,7 +1018,10 @@ export interface operations {
                 /** @description Filter: `source` equals the value. */
                 source?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -851,6 +1032,14 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description `br` or `gzip`, for a chunk of 1,400 bytes or more to a client whose Accept-Encoding takes it */
+                    "Content-Encoding"?: "br" | "gzip";
                     /** @description The client's allowance: units per window of its tier */
                     "X-RateLimit-Limit": number;
                     /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
@@ -861,11 +1050,46 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["EventsTimeChunk"] | components["schemas"]["EventsCursorChunk"];
                 };
+            };
+            /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
+            304: {
+                headers: {
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A parameter, filter, sort or cursor is wrong; invalid_params names each (invalid_parameter, invalid_cursor) */
             400: {
@@ -880,6 +1104,12 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -904,6 +1134,14 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -930,6 +1168,12 @@ export interface operations {
                     RateLimit: string;
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -946,6 +1190,12 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -987,6 +1237,12 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1012,6 +1268,12 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1036,6 +1298,12 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1062,6 +1330,12 @@ export interface operations {
                     RateLimit: string;
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1078,6 +1352,12 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
                     "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1103,6 +1383,12 @@ export interface operations {
             /** @description The tiers */
             200: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1114,6 +1400,14 @@ export interface operations {
             /** @description No Authorization header (invalid_api_key, unauthorized) */
             401: {
                 headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1128,6 +1422,12 @@ export interface operations {
             /** @description The admin token is not valid (forbidden) */
             403: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1163,6 +1463,12 @@ export interface operations {
             /** @description The tier, changed */
             200: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1172,6 +1478,12 @@ export interface operations {
             /** @description The tier, created */
             201: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1181,6 +1493,12 @@ export interface operations {
             /** @description A body field or the name is wrong (invalid_parameter, invalid_cursor) */
             400: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1195,6 +1513,14 @@ export interface operations {
             /** @description No Authorization header (invalid_api_key, unauthorized) */
             401: {
                 headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1209,6 +1535,12 @@ export interface operations {
             /** @description The admin token is not valid (forbidden) */
             403: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1223,6 +1555,12 @@ export interface operations {
             /** @description The body is over 4096 bytes (payload_too_large) */
             413: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1257,6 +1595,12 @@ export interface operations {
             /** @description The id is wrong (invalid_parameter, invalid_cursor) */
             400: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1271,6 +1615,14 @@ export interface operations {
             /** @description No Authorization header (invalid_api_key, unauthorized) */
             401: {
                 headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1285,6 +1637,12 @@ export interface operations {
             /** @description The admin token is not valid (forbidden) */
             403: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1299,6 +1657,12 @@ export interface operations {
             /** @description No such key, or it is revoked already (not_found) */
             404: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1332,6 +1696,12 @@ export interface operations {
             /** @description The key (no secret) */
             200: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1341,6 +1711,12 @@ export interface operations {
             /** @description A body field or the id is wrong, or the tier does not exist (invalid_parameter, invalid_cursor) */
             400: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1355,6 +1731,14 @@ export interface operations {
             /** @description No Authorization header (invalid_api_key, unauthorized) */
             401: {
                 headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1369,6 +1753,12 @@ export interface operations {
             /** @description The admin token is not valid (forbidden) */
             403: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1383,6 +1773,12 @@ export interface operations {
             /** @description No such key, or it is revoked (not_found) */
             404: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1397,6 +1793,12 @@ export interface operations {
             /** @description The body is over 4096 bytes (payload_too_large) */
             413: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1422,6 +1824,12 @@ export interface operations {
             /** @description Alive */
             200: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1445,6 +1853,12 @@ export interface operations {
             /** @description Ready */
             200: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1457,6 +1871,12 @@ export interface operations {
             /** @description The database did not answer within 2.5 s (unavailable) */
             503: {
                 headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
                     [name: string]: unknown;
                 };
                 content: {

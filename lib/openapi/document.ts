@@ -7,7 +7,7 @@ import type { Collection, Registry } from '../pagination/registry.ts';
 import { keyBody, keyParams, tierBody, tierParams } from '../ratelimit/admin.ts';
 import { KEY_PATTERN } from '../ratelimit/identity.ts';
 import { issueBody, NEW_KEY_TIER } from '../ratelimit/keys.ts';
-import { type HeaderName, headerDocs, RATE_LIMIT_HEADERS } from './headers.ts';
+import { CHUNK_HEADERS, CORS_HEADERS, EVERY_ANSWER_HEADERS, type HeaderName, headerDocs, RATE_LIMIT_HEADERS } from './headers.ts';
 import { collectionParameters } from './parameters.ts';
 import { chunkResponseSchema, codesOf, collectionSchemas, ref, sharedSchemas } from './schemas.ts';
 
@@ -29,17 +29,22 @@ function headers(names: readonly HeaderName[], required = true): Record<string, 
   return Object.fromEntries(names.map((name) => [name, { ...headerDocs[name], required }]));
 }
 
+/** What every answer carries besides its own: the request id, and CORS headers when its Origin is allowed. */
+const everyAnswer = { ...headers(EVERY_ANSWER_HEADERS), ...headers(CORS_HEADERS, false) };
+
 function json(description: string, schema: Schema, responseHeaders: Record<string, Schema> = {}): Schema {
-  return { description, headers: responseHeaders, content: { 'application/json': { schema } } };
+  return { description, headers: { ...responseHeaders, ...everyAnswer }, content: { 'application/json': { schema } } };
 }
 
 /** A problem+json response of one status: the shared schema, narrowed to the codes of that status. */
 function problem(status: number, description: string, responseHeaders: Record<string, Schema> = {}): Schema {
   const codes = codesOf(status);
   const schema = { allOf: [ref('Problem'), { type: 'object', properties: { status: { const: status }, code: { enum: codes } } }] };
+  // Every 401 challenges (RFC 9110, section 11.6.1).
+  const challenge = status === 401 ? headers(['WWW-Authenticate']) : {};
   return {
     description: `${description} (${codes.join(', ')})`,
-    headers: responseHeaders,
+    headers: { ...responseHeaders, ...challenge, ...everyAnswer },
     content: { 'application/problem+json': { schema } },
   };
 }
@@ -83,12 +88,27 @@ function collectionPath(collection: Collection): Schema {
         '(docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. ' +
         `Page size ${collection.pageSize.default} by default, at most ${collection.pageSize.max}. Follow \`_links.next\` (or the Link header) to the end.`,
       security: [{}, { apiKey: [] }],
-      parameters: collectionParameters(collection),
+      parameters: [
+        ...collectionParameters(collection),
+        {
+          name: 'If-None-Match',
+          in: 'header',
+          required: false,
+          description: 'The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing',
+          schema: { type: 'string' },
+        },
+      ],
       responses: {
         '200': json(`A chunk: ${variants} pagination`, chunkResponseSchema(collection), {
           Link: { ...headerDocs.Link, required: true },
+          ...headers(CHUNK_HEADERS),
+          ...headers(['Vary', 'Content-Encoding'], false),
           ...rateLimited,
         }),
+        '304': {
+          description: 'Not Modified: the chunk If-None-Match names is the current one; its units are given back',
+          headers: { ...headers(CHUNK_HEADERS), ...headers(['Vary'], false), ...rateLimited, ...everyAnswer },
+        },
         '400': problem(400, 'A parameter, filter, sort or cursor is wrong; invalid_params names each', rateLimited),
         '401': problem(401, 'The API key is unknown, revoked or malformed', rateLimited),
         ...limitedErrors(),

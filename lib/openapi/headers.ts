@@ -47,9 +47,52 @@ export const headerDocs = {
     description: 'The methods the path takes',
     schema: { type: 'string' },
   },
+  ETag: {
+    description: "A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing",
+    schema: { type: 'string', pattern: '^W/"[A-Za-z0-9_-]+"$' },
+  },
+  'Cache-Control': {
+    description: '`private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it',
+    schema: { type: 'string', const: 'private, no-cache' },
+  },
+  Vary: {
+    description:
+      'What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set',
+    schema: { type: 'string' },
+  },
+  'Content-Encoding': {
+    description: '`br` or `gzip`, for a chunk of 1,400 bytes or more to a client whose Accept-Encoding takes it',
+    schema: { type: 'string', enum: ['br', 'gzip'] },
+  },
+  'X-Request-Id': {
+    description:
+      "The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId`",
+    schema: { type: 'string', pattern: '^[\\w.:=+/-]{1,128}$' },
+  },
+  'Access-Control-Allow-Origin': {
+    description: "CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise)",
+    schema: { type: 'string' },
+  },
+  'Access-Control-Expose-Headers': {
+    description: 'CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id',
+    schema: { type: 'string' },
+  },
+  'WWW-Authenticate': {
+    description: 'The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent',
+    schema: { type: 'string', pattern: '^Bearer' },
+  },
 } as const satisfies Record<string, HeaderDoc>;
 
 export type HeaderName = keyof typeof headerDocs;
+
+/** What every answer carries: its request id (docs/api.md, "Request ids"). */
+export const EVERY_ANSWER_HEADERS = ['X-Request-Id'] as const;
+
+/** What an answer carries to a page allowed to read it (docs/api.md, "CORS"): sent or not by its Origin. */
+export const CORS_HEADERS = ['Access-Control-Allow-Origin', 'Access-Control-Expose-Headers'] as const;
+
+/** What a chunk carries for conditional requests (docs/api.md, "Conditional requests"). */
+export const CHUNK_HEADERS = ['ETag', 'Cache-Control'] as const;
 
 /** What every answer under /v1 that the rate limiter decided carries (docs/rate-limit.md, "Headers"). */
 export const RATE_LIMIT_HEADERS = [

@@ -186,8 +186,9 @@ export function sharedSchemas(): Record<string, Schema> {
             additionalProperties: false,
           },
         },
+        requestId: { type: 'string', description: "The request's X-Request-Id, to quote" },
       },
-      required: ['type', 'title', 'status', 'detail', 'code'],
+      required: ['type', 'title', 'status', 'detail', 'code', 'requestId'],
       additionalProperties: false,
     },
   };
