@@ -2,7 +2,9 @@
 import { type Context, Hono } from 'hono';
 import type { Sql } from 'postgres';
 import type { Database } from '../../db/client.ts';
-import { type Links, linkHeader, linksObject } from '../pagination/links.ts';
+import { docsRoutes } from '../openapi/docs-page.ts';
+import { openApiDocument } from '../openapi/document.ts';
+import { type Links, linkHeader, linksObject, SERVICE_LINKS } from '../pagination/links.ts';
 import type { Registry } from '../pagination/registry.ts';
 import { serveCollection } from '../pagination/serve.ts';
 import { adminRoutes } from '../ratelimit/admin.ts';
@@ -71,6 +73,18 @@ export function buildApp(deps: AppDeps): Hono {
   app.use(requestIds());
   app.use(corsPolicy(config.corsOrigins));
 
+  // The description of the service and its docs page: outside /v1, so never rate-limited, and made once here.
+  const description = JSON.stringify(openApiDocument(registry, { serverUrl: config.publicUrl }));
+  app.get('/openapi.json', (c) => c.body(description, 200, { 'content-type': 'application/json; charset=utf-8' }));
+  app.route('/docs', docsRoutes(config.publicUrl));
+  // Not a bare 404: where to start (like PostgREST's root), in the body and as RFC 8631 links.
+  app.get('/', (c) => {
+    const base = baseUrl(c.req.raw, config, socketAddress(c));
+    const links: Links = { self: `${base}/`, api: `${base}/v1`, 'service-doc': `${base}/docs`, 'service-desc': `${base}/openapi.json` };
+    c.header('link', linkHeader(links));
+    return c.json({ _links: linksObject(links) });
+  });
+
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   // Ready when the database answers, asked on the limiter's own connection: it never queues behind the
   // client queries that fill the pool (a busy pool is not a failed instance), and it is the connection
@@ -110,7 +124,7 @@ export function buildApp(deps: AppDeps): Hono {
     const base = `${baseUrl(c.req.raw, config, peer(c))}/v1`;
     const links: Links = { self: base };
     for (const name of registry.keys()) links[name] = `${base}/${name}`;
-    c.header('link', linkHeader(links));
+    c.header('link', `${linkHeader(links)}, ${SERVICE_LINKS}`);
     return c.json({ _links: linksObject(links) });
   }
   app.get('/v1', index);
@@ -131,6 +145,10 @@ export function buildApp(deps: AppDeps): Hono {
     return response;
   });
 
+  app.all('/', methodNotAllowed('GET, HEAD'));
+  app.all('/openapi.json', methodNotAllowed('GET, HEAD'));
+  app.all('/docs', methodNotAllowed('GET, HEAD'));
+  app.all('/docs/:asset', methodNotAllowed('GET, HEAD'));
   app.all('/healthz', methodNotAllowed('GET, HEAD'));
   app.all('/readyz', methodNotAllowed('GET, HEAD'));
   app.all('/v1', methodNotAllowed('GET, HEAD'));

@@ -4,7 +4,7 @@ import { HTTPException } from 'hono/http-exception';
 import { requestIdOf } from './request-id.ts';
 
 /** Every error code of the public contract, with its status (docs/api.md, "Error codes"). */
-const errorStatus = {
+export const errorStatus = {
   invalid_parameter: 400,
   invalid_cursor: 400,
   invalid_api_key: 401,

@@ -1,7 +1,8 @@
-// The chunk envelope every variant answers with: its own fields, the items named after the collection, links.
+// The chunk envelope every variant answers with: its own fields, the items named after the collection, links
+// (and in the Link header, the service's description: lib/pagination/links.ts, SERVICE_LINKS).
 import { compressibleJson } from '../http/compression.ts';
 import { weakEtag } from '../http/conditional.ts';
-import { type Links, linkHeader, linksObject } from './links.ts';
+import { type Links, linkHeader, linksObject, SERVICE_LINKS } from './links.ts';
 
 /** What a variant serves: its own fields, the items, and the links of the chunk. */
 export interface Chunk {
@@ -21,5 +22,10 @@ export interface Chunk {
  */
 export function chunkResponse(collection: string, chunk: Chunk, headers?: Readonly<Record<string, string>>): Response {
   const body = JSON.stringify({ ...chunk.fields, [collection]: chunk.items, _links: linksObject(chunk.links) });
-  return compressibleJson(body, { link: linkHeader(chunk.links), etag: weakEtag(body), 'cache-control': 'private, no-cache', ...headers });
+  return compressibleJson(body, {
+    link: `${linkHeader(chunk.links)}, ${SERVICE_LINKS}`,
+    etag: weakEtag(body),
+    'cache-control': 'private, no-cache',
+    ...headers,
+  });
 }

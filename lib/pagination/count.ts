@@ -7,16 +7,18 @@ import type { QueryParams } from './params.ts';
 import type { Collection } from './registry.ts';
 import { collectionKey, runShape, shapeOf } from './shapes.ts';
 
-export type CountMode = 'exact' | 'estimated' | 'none';
+/** The values of `count`, the default first. */
+export const COUNT_MODES = ['exact', 'estimated', 'none'] as const;
+export type CountMode = (typeof COUNT_MODES)[number];
 
 /** `planned` is PostgREST's name for the planner's estimate: accepted as `estimated`. */
 export function parseCountMode(params: QueryParams): CountMode {
   const value = params.get('count') ?? 'exact';
   if (value === 'planned') return 'estimated';
-  if (value !== 'exact' && value !== 'estimated' && value !== 'none') {
+  if (!(COUNT_MODES as readonly string[]).includes(value)) {
     throw invalidParameter('count', 'must be one of exact, estimated (or planned), none');
   }
-  return value;
+  return value as CountMode;
 }
 
 /**

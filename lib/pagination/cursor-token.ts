@@ -5,7 +5,7 @@ import type { VariantName } from './registry.ts';
 
 const VERSION = 'v1';
 // Cursors carry their filters; a 100-value `in` filter must still fit (Node caps a URL at 16 KiB anyway).
-const MAX_LENGTH = 16384;
+export const MAX_CURSOR_LENGTH = 16384;
 
 /** What every cursor carries; each keyset variant adds its own fields. */
 export interface CursorPayload {
@@ -36,7 +36,7 @@ export function encodeCursor(secret: string, payload: CursorPayload): string {
 
 /** Verifies and decodes a cursor of `collection`; any defect is a 400 invalid_cursor saying why. */
 export function decodeCursor(secret: string, token: string, collection: string): CursorPayload {
-  if (token.length > MAX_LENGTH) throw invalidCursor('too long');
+  if (token.length > MAX_CURSOR_LENGTH) throw invalidCursor('too long');
   const parts = token.split('.');
   if (parts.length !== 3) throw invalidCursor('malformed');
   const [version, body, signature] = parts as [string, string, string];

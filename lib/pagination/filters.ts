@@ -15,7 +15,8 @@ export interface Filter {
 const FILTER_NAME = /^([A-Za-z][A-Za-z0-9]*)(?:\[([a-z]+)\])?$/;
 /** The most values one `in` filter takes: more would be a long query for one filter (see MAX_LINK_QUERY_LENGTH). */
 export const MAX_IN_VALUES = 100;
-const MAX_TEXT_LENGTH = 1000;
+/** The longest value a text filter takes. */
+export const MAX_TEXT_LENGTH = 1000;
 const INT4 = 2 ** 31;
 
 /** True when the parameter name has the shape of a filter on one of the collection's fields. */

@@ -26,6 +26,12 @@ export function linksObject(links: Links): Record<string, { href: string }> {
   return out;
 }
 
+/**
+ * The links every chunk and the index send after their own (RFC 8631): the OpenAPI document that describes
+ * the service and its docs page. Relative: a client resolves them against the URL it asked for.
+ */
+export const SERVICE_LINKS = '</openapi.json>; rel="service-desc", </docs>; rel="service-doc"';
+
 /** RFC 8288: `<…>; rel="next", <…>; rel="self"`. */
 export function linkHeader(links: Links): string {
   return Object.entries(links)

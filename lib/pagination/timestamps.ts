@@ -71,6 +71,9 @@ export function timestampValue(text: string | Placeholder): SQL {
   return sql`${text}::timestamptz`;
 }
 
+/** How every timestamp is printed (formatEpoch, timestampText): UTC, six fractional digits. */
+export const PRINTED_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
 // Timestamps are carried as text (RFC 3339, six fractional digits, as formatEpoch prints them or as
 // parseTimestamp normalises them) and compared in SQL after a cast, so no microsecond is lost.
 const TIMESTAMP_TEXT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(?:Z|[+-]\d{2}:\d{2})$/;
@@ -80,7 +83,8 @@ export function isTimestampText(value: unknown): value is string {
   return typeof value === 'string' && TIMESTAMP_TEXT.test(value);
 }
 
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+/** What parseTimestamp reads (the OpenAPI document gives it as the pattern of `before`, `after` and timestamp filters). */
+export const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();

@@ -20,16 +20,17 @@ function integerIn(min: number, max: number) {
 }
 
 // Strict objects: a field the schema does not name (`burst`, `toString`, `__proto__`) is a 400 naming it.
-const tierBody = v.strictObject({
+// Exported for the OpenAPI document, which shows them as JSON Schema.
+export const tierBody = v.strictObject({
   limit: integerIn(1, 1_000_000_000),
   windowSeconds: integerIn(1, 30 * 86_400),
   concurrency: integerIn(1, 1_000_000),
 });
-const keyBody = v.strictObject({
+export const keyBody = v.strictObject({
   tier: v.pipe(v.string('must be the name of a tier'), v.regex(TIER_NAME, 'must be the name of a tier')),
 });
-const tierParams = v.object({ name: v.pipe(v.string(), v.regex(TIER_NAME, tierNameReason)) });
-const keyParams = v.object({ id: v.pipe(v.string(), v.regex(KEY_ID, 'must be 1 to 64 of A-Z, a-z, 0-9, _ and -')) });
+export const tierParams = v.object({ name: v.pipe(v.string(), v.regex(TIER_NAME, tierNameReason)) });
+export const keyParams = v.object({ id: v.pipe(v.string(), v.regex(KEY_ID, 'must be 1 to 64 of A-Z, a-z, 0-9, _ and -')) });
 
 // xmax = 0 only on a freshly inserted row: tells create (201) from change (200) in one statement.
 const sqlCreated = sql<boolean>`(xmax = 0)`;

@@ -10,7 +10,8 @@ export type Credential = { readonly kind: 'none' } | { readonly kind: 'key'; rea
 
 /** The key format issued by POST /v1/keys: a recognisable prefix, then 32 base64url characters. */
 export const KEY_PREFIX = 'pck_';
-const KEY_PATTERN = /^pck_[A-Za-z0-9_-]{32}$/;
+/** What an issued key looks like (and the OpenAPI document says). */
+export const KEY_PATTERN = /^pck_[A-Za-z0-9_-]{32}$/;
 
 /** What is stored of a key, and what a request's key is looked up by. */
 export const hashKey = digest;

@@ -8,12 +8,12 @@ import { printable, readJson } from '../http/body.ts';
 import { hashKey, KEY_PREFIX } from './identity.ts';
 
 /** The tier a newly issued key starts in. */
-const NEW_KEY_TIER = 'free';
+export const NEW_KEY_TIER = 'free';
 const MAX_NAME_LENGTH = 200;
 
 const nameReason = `must be a string of 1 to ${MAX_NAME_LENGTH} characters without control characters`;
-/** The optional body `{"name": "…"}`; an empty body is no name. */
-const issueBody = v.strictObject({
+/** The optional body `{"name": "…"}`; an empty body is no name (the OpenAPI document shows it as JSON Schema). */
+export const issueBody = v.strictObject({
   name: v.optional(
     v.pipe(v.string(nameReason), v.minLength(1, nameReason), v.maxLength(MAX_NAME_LENGTH, nameReason), printable(nameReason)),
   ),

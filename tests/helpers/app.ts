@@ -32,6 +32,8 @@ export interface TestAppOptions {
   logger?: Logger;
   /** Whether the app is draining after a stop signal (default: never). */
   draining?: () => boolean;
+  /** The pool's statement_timeout (default 5000 ms): a data query waiting longer is a 503. */
+  statementTimeoutMs?: number;
 }
 
 export interface TestApp {
@@ -50,7 +52,7 @@ export interface TestApp {
 }
 
 export async function testApp(t: { teardown(fn: () => unknown): void }, options: TestAppOptions = {}): Promise<TestApp> {
-  const database = await testDatabase(t);
+  const database = await testDatabase(t, { statementTimeoutMs: options.statementTimeoutMs });
   for (const [table, count] of Object.entries(options.seed ?? {})) {
     if (count) await seedTable(database.sql, table as SeedTable, count);
   }

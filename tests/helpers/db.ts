@@ -28,13 +28,13 @@ export interface TestDatabase extends Database {
 }
 
 /** A new, migrated database; it and its connections are gone when the test ends. */
-export async function testDatabase(t: Teardown, options: { max?: number } = {}): Promise<TestDatabase> {
+export async function testDatabase(t: Teardown, options: { max?: number; statementTimeoutMs?: number } = {}): Promise<TestDatabase> {
   const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${name}`);
   const url = urlFor(name);
   await runMigrations(url);
-  const database = openDatabase(url, { max: options.max ?? 4 });
+  const database = openDatabase(url, { max: options.max ?? 4, statementTimeoutMs: options.statementTimeoutMs });
   t.teardown(async () => {
     await database.close();
     await admin.unsafe(`drop database if exists ${name} with (force)`);

@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import t from 'tap';
 import { seedTable } from '../../db/seed.ts';
 import { MAX_IN_VALUES } from '../../lib/pagination/filters.ts';
+import { SERVICE_LINKS } from '../../lib/pagination/links.ts';
 import { encodeQueryComponent, MAX_LINK_QUERY_LENGTH } from '../../lib/pagination/params.ts';
 import { POSITION_PARAMS } from '../../lib/pagination/variants.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
@@ -332,7 +333,12 @@ t.test('every link of the largest request the bounds allow can be followed, and 
         t.ok(header.length < 8192, `${name}: Link header of ${header.length} characters`);
         const body = JSON.parse(res.body);
         const links = new Map(Object.entries(body._links as Record<string, { href: string }>).map(([rel, { href }]) => [rel, href]));
-        t.same(linkHeaderHrefs(header), links, `${name}: the Link header carries the body's links`);
+        t.ok(header.endsWith(`, ${SERVICE_LINKS}`), `${name}: the Link header ends with the service's description and docs`);
+        t.same(
+          linkHeaderHrefs(header.slice(0, -`, ${SERVICE_LINKS}`.length)),
+          links,
+          `${name}: before them, the Link header carries the body's links`,
+        );
         t.ok(links.has(name.endsWith('newest') ? 'poll' : 'next'), `${name}: there is a next chunk, or a poll link, to follow`);
         // The whole Link header, echoed back as a request header, is still a request Node and proxies take.
         const echo = await rawGet(`${server.url}/v1/${collectionOf(name)}?page-size=1`, { link: header });

@@ -50,7 +50,9 @@ t.test('offset and page chunks', async (t) => {
     for (const [rel, link] of Object.entries(body._links) as [string, { href: string }][]) {
       t.ok(header.includes(`<${link.href}>; rel="${rel}"`), rel);
     }
-    t.equal(header.split(', <').length, Object.keys(body._links).length);
+    // Then the two links to the service's description and docs page (RFC 8631).
+    t.equal(header.split(', <').length, Object.keys(body._links).length + 2);
+    t.ok(header.endsWith(', </openapi.json>; rel="service-desc", </docs>; rel="service-doc"'));
   });
 
   t.test('next is absent on the last chunk and on an empty one; past the end is 200 with []', async (t) => {

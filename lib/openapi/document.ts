@@ -1,0 +1,349 @@
+// The OpenAPI 3.1 document of the service (GET /openapi.json), generated once at start-up from the collection
+// registry, the variants' table, the error codes and the body schemas: nothing in it is written beside them.
+import { toJsonSchema } from '@valibot/to-json-schema';
+import type * as v from 'valibot';
+import packageJson from '../../package.json' with { type: 'json' };
+import type { Collection, Registry } from '../pagination/registry.ts';
+import { keyBody, keyParams, tierBody, tierParams } from '../ratelimit/admin.ts';
+import { KEY_PATTERN } from '../ratelimit/identity.ts';
+import { issueBody, NEW_KEY_TIER } from '../ratelimit/keys.ts';
+import { CHUNK_HEADERS, CORS_HEADERS, EVERY_ANSWER_HEADERS, type HeaderName, headerDocs, RATE_LIMIT_HEADERS } from './headers.ts';
+import { collectionParameters } from './parameters.ts';
+import { chunkResponseSchema, codesOf, collectionSchemas, ref, sharedSchemas } from './schemas.ts';
+
+type Schema = Record<string, unknown>;
+
+export interface DocumentOptions {
+  /** The base URL of `servers` (PUBLIC_URL); unset: "/", the origin the document was fetched from. */
+  readonly serverUrl?: string | undefined;
+}
+
+/** A valibot schema as JSON Schema 2020-12 (custom checks, such as "no control characters", are left to the description). */
+function jsonSchema(schema: v.GenericSchema): Schema {
+  const { $schema: _, ...rest } = toJsonSchema(schema, { target: 'draft-2020-12', errorMode: 'ignore' }) as Schema;
+  return rest;
+}
+
+/** The headers of a response: each from the one table (lib/openapi/headers.ts), required when always sent. */
+function headers(names: readonly HeaderName[], required = true): Record<string, Schema> {
+  return Object.fromEntries(names.map((name) => [name, { ...headerDocs[name], required }]));
+}
+
+/** What every answer carries besides its own: the request id, and CORS headers when its Origin is allowed. */
+const everyAnswer = { ...headers(EVERY_ANSWER_HEADERS), ...headers(CORS_HEADERS, false) };
+
+function json(description: string, schema: Schema, responseHeaders: Record<string, Schema> = {}): Schema {
+  return { description, headers: { ...responseHeaders, ...everyAnswer }, content: { 'application/json': { schema } } };
+}
+
+/** A problem+json response of one status: the shared schema, narrowed to the codes of that status. */
+function problem(status: number, description: string, responseHeaders: Record<string, Schema> = {}): Schema {
+  const codes = codesOf(status);
+  const schema = { allOf: [ref('Problem'), { type: 'object', properties: { status: { const: status }, code: { enum: codes } } }] };
+  // Every 401 challenges (RFC 9110, section 11.6.1).
+  const challenge = status === 401 ? headers(['WWW-Authenticate']) : {};
+  return {
+    description: `${description} (${codes.join(', ')})`,
+    headers: { ...responseHeaders, ...challenge, ...everyAnswer },
+    content: { 'application/problem+json': { schema } },
+  };
+}
+
+const rateLimited = headers(RATE_LIMIT_HEADERS);
+const withRetry = headers([...RATE_LIMIT_HEADERS, 'Retry-After']);
+
+/** The answers every request under /v1 may get besides its own: the limiter's, and the database away. */
+function limitedErrors(): Record<string, Schema> {
+  return {
+    '429': problem(429, 'The allowance is used up, or too many requests are in flight: wait Retry-After', withRetry),
+    '503': problem(503, 'The database is away or too slow: try again after Retry-After', headers(['Retry-After'])),
+  };
+}
+
+function linksObject(rels: readonly string[]): Schema {
+  return {
+    type: 'object',
+    properties: {
+      _links: {
+        type: 'object',
+        properties: Object.fromEntries(rels.map((rel) => [rel, ref('Link')])),
+        required: rels,
+        additionalProperties: false,
+      },
+    },
+    required: ['_links'],
+    additionalProperties: false,
+  };
+}
+
+function collectionPath(collection: Collection): Schema {
+  const variants = collection.variants.join(', ');
+  return {
+    get: {
+      operationId: `list_${collection.name}`,
+      tags: ['collections'],
+      summary: `A chunk of ${collection.name}`,
+      description:
+        `Pagination variants: ${variants} (default ${collection.defaultVariant}); the parameters of a request pick one ` +
+        '(docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. ' +
+        `Page size ${collection.pageSize.default} by default, at most ${collection.pageSize.max}. Follow \`_links.next\` (or the Link header) to the end.`,
+      security: [{}, { apiKey: [] }],
+      parameters: [
+        ...collectionParameters(collection),
+        {
+          name: 'If-None-Match',
+          in: 'header',
+          required: false,
+          description: 'The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing',
+          schema: { type: 'string' },
+        },
+      ],
+      responses: {
+        '200': json(`A chunk: ${variants} pagination`, chunkResponseSchema(collection), {
+          Link: { ...headerDocs.Link, required: true },
+          ...headers(CHUNK_HEADERS),
+          ...headers(['Vary', 'Content-Encoding'], false),
+          ...rateLimited,
+        }),
+        '304': {
+          description: 'Not Modified: the chunk If-None-Match names is the current one; its units are given back',
+          headers: { ...headers(CHUNK_HEADERS), ...headers(['Vary'], false), ...rateLimited, ...everyAnswer },
+        },
+        '400': problem(400, 'A parameter, filter, sort or cursor is wrong; invalid_params names each', rateLimited),
+        '401': problem(401, 'The API key is unknown, revoked or malformed', rateLimited),
+        ...limitedErrors(),
+      },
+    },
+  };
+}
+
+const adminErrors = {
+  '401': problem(401, 'No Authorization header'),
+  '403': problem(403, 'The admin token is not valid'),
+};
+
+function tier(): Schema {
+  const body = jsonSchema(tierBody);
+  const name = (jsonSchema(tierParams).properties as Record<string, Schema>).name!;
+  return { ...body, properties: { name, ...(body.properties as Schema) }, required: ['name', ...(body.required as string[])] };
+}
+
+function adminPaths(): Record<string, Schema> {
+  const security = [{ adminToken: [] }];
+  const tags = ['operator'];
+  const pathParam = (schema: v.GenericSchema, name: string) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: (jsonSchema(schema).properties as Record<string, Schema>)[name],
+  });
+  const body = (schema: v.GenericSchema) => ({ required: true, content: { 'application/json': { schema: jsonSchema(schema) } } });
+  return {
+    '/admin/tiers': {
+      get: {
+        operationId: 'list_tiers',
+        tags,
+        security,
+        summary: 'The tiers, by allowance, then name',
+        responses: {
+          '200': json('The tiers', {
+            type: 'object',
+            properties: { tiers: { type: 'array', items: ref('Tier') } },
+            required: ['tiers'],
+            additionalProperties: false,
+          }),
+          ...adminErrors,
+        },
+      },
+    },
+    '/admin/tiers/{name}': {
+      put: {
+        operationId: 'put_tier',
+        tags,
+        security,
+        summary: 'Creates or changes a tier',
+        parameters: [pathParam(tierParams, 'name')],
+        requestBody: body(tierBody),
+        responses: {
+          '200': json('The tier, changed', ref('Tier')),
+          '201': json('The tier, created', ref('Tier')),
+          '400': problem(400, 'A body field or the name is wrong'),
+          ...adminErrors,
+          '413': problem(413, 'The body is over 4096 bytes'),
+        },
+      },
+    },
+    '/admin/keys/{id}': {
+      patch: {
+        operationId: 'move_key',
+        tags,
+        security,
+        summary: 'Moves a key to another tier',
+        parameters: [pathParam(keyParams, 'id')],
+        requestBody: body(keyBody),
+        responses: {
+          '200': json('The key (no secret)', ref('Key')),
+          '400': problem(400, 'A body field or the id is wrong, or the tier does not exist'),
+          ...adminErrors,
+          '404': problem(404, 'No such key, or it is revoked'),
+          '413': problem(413, 'The body is over 4096 bytes'),
+        },
+      },
+      delete: {
+        operationId: 'revoke_key',
+        tags,
+        security,
+        summary: 'Revokes a key: a 401 from its next request on',
+        parameters: [pathParam(keyParams, 'id')],
+        responses: {
+          '204': { description: 'Revoked' },
+          '400': problem(400, 'The id is wrong'),
+          ...adminErrors,
+          '404': problem(404, 'No such key, or it is revoked already'),
+        },
+      },
+    },
+  };
+}
+
+/** The OpenAPI 3.1 document of a registry's collections and the service's other paths. */
+export function openApiDocument(registry: Registry, options: DocumentOptions = {}): Schema {
+  const collections = [...registry.values()];
+  const schemas: Record<string, Schema> = { ...sharedSchemas() };
+  for (const collection of collections) Object.assign(schemas, collectionSchemas(collection));
+  schemas.Tier = { ...tier(), additionalProperties: false };
+  schemas.Key = {
+    type: 'object',
+    properties: {
+      id: { type: 'string' },
+      prefix: { type: 'string', description: 'The first ten characters of the key' },
+      name: { type: ['string', 'null'] },
+      tier: { type: 'string' },
+      createdAt: { type: 'string', format: 'date-time' },
+    },
+    required: ['id', 'prefix', 'name', 'tier', 'createdAt'],
+    additionalProperties: false,
+  };
+
+  const paths: Record<string, Schema> = {
+    '/': {
+      get: {
+        operationId: 'root',
+        tags: ['service'],
+        summary: 'Where to start: the API, its documentation and this document',
+        responses: {
+          '200': json('Links', linksObject(['self', 'api', 'service-doc', 'service-desc']), {
+            Link: { ...headerDocs.Link, required: true },
+          }),
+        },
+      },
+    },
+    '/v1': {
+      get: {
+        operationId: 'index',
+        tags: ['collections'],
+        summary: 'The index: a link to every collection',
+        security: [{}, { apiKey: [] }],
+        responses: {
+          '200': json('Links', linksObject(['self', ...registry.keys()]), { Link: { ...headerDocs.Link, required: true }, ...rateLimited }),
+          '401': problem(401, 'The API key is unknown, revoked or malformed', rateLimited),
+          ...limitedErrors(),
+        },
+      },
+    },
+  };
+  for (const collection of collections) paths[`/v1/${collection.name}`] = collectionPath(collection);
+  paths['/v1/keys'] = {
+    post: {
+      operationId: 'issue_key',
+      tags: ['keys'],
+      summary: `Issues an API key on the ${NEW_KEY_TIER} tier, shown once`,
+      description:
+        'Limited per IP address by the registration tier; an Authorization header is ignored. Send the key as `Authorization: Bearer <key>`.',
+      security: [],
+      requestBody: { required: false, content: { 'application/json': { schema: jsonSchema(issueBody) } } },
+      responses: {
+        '201': json(
+          'The key',
+          {
+            type: 'object',
+            properties: {
+              id: { type: 'string' },
+              key: { type: 'string', pattern: KEY_PATTERN.source },
+              tier: { type: 'string', const: NEW_KEY_TIER },
+              name: { type: 'string' },
+            },
+            required: ['id', 'key', 'tier'],
+            additionalProperties: false,
+          },
+          rateLimited,
+        ),
+        '400': problem(400, 'The body is not a JSON object, or a field is wrong', rateLimited),
+        '413': problem(413, 'The body is over 4096 bytes', rateLimited),
+        ...limitedErrors(),
+      },
+    },
+  };
+  Object.assign(paths, adminPaths());
+  paths['/healthz'] = {
+    get: {
+      operationId: 'healthz',
+      tags: ['service'],
+      summary: 'The process is alive (not rate-limited; the database is not asked)',
+      responses: {
+        '200': json('Alive', {
+          type: 'object',
+          properties: { status: { const: 'ok' } },
+          required: ['status'],
+          additionalProperties: false,
+        }),
+      },
+    },
+  };
+  paths['/readyz'] = {
+    get: {
+      operationId: 'readyz',
+      tags: ['service'],
+      summary: 'The database answers (not rate-limited)',
+      responses: {
+        '200': json('Ready', {
+          type: 'object',
+          properties: { status: { const: 'ready' } },
+          required: ['status'],
+          additionalProperties: false,
+        }),
+        '503': problem(503, 'The database did not answer within 2.5 s'),
+      },
+    },
+  };
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Paginated collections',
+      version: packageJson.version,
+      description:
+        'Large PostgreSQL tables served in chunks (offset, page, cursor and time pagination, with filters and sorting), under a per-client rate limit. ' +
+        'Every error is application/problem+json. Everything under /v1 is rate-limited and answers with the rate-limit headers.',
+    },
+    servers: [{ url: options.serverUrl ?? '/' }],
+    tags: [
+      { name: 'collections', description: 'The collections and their chunks' },
+      { name: 'keys', description: 'API keys' },
+      { name: 'operator', description: 'Tiers and keys, behind ADMIN_TOKEN; only when the service runs with one (otherwise 404)' },
+      { name: 'service', description: 'Where to start, and health checks' },
+    ],
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key from POST /v1/keys (`pck_…`); without one a client is counted by its IP address',
+        },
+        adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN the service runs with' },
+      },
+    },
+  };
+}

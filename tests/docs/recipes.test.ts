@@ -1,0 +1,96 @@
+// docs/recipes.md stays true: each block marked `recipe` runs as written (but for the port) against a fresh
+// service whose anonymous allowance is tiny, so each meets 429s and must wait them out, and prints how many
+// products it walked: exactly those of the query, each once.
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { testApp } from '../helpers/app.ts';
+import { setTier } from '../helpers/limiter.ts';
+import { listenApp } from '../helpers/listen.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const markdown = readFileSync(path.join(root, 'docs', 'recipes.md'), 'utf8');
+
+interface Recipe {
+  readonly line: number;
+  readonly language: string;
+  readonly code: string;
+}
+
+/** The fenced blocks whose info string is `<language> recipe`. */
+function recipesOf(text: string): Recipe[] {
+  const recipes: Recipe[] = [];
+  let open: { line: number; language: string; lines: string[] } | undefined;
+  text.split('\n').forEach((line, index) => {
+    const fence = /^```(\S*)\s*(recipe)?\s*$/.exec(line);
+    if (fence && open === undefined) {
+      if (fence[2]) open = { line: index + 1, language: fence[1]!, lines: [] };
+      else if (fence[1] !== '') open = { line: -1, language: '', lines: [] };
+      return;
+    }
+    if (line.startsWith('```') && open !== undefined) {
+      if (open.line !== -1) recipes.push({ line: open.line, language: open.language, code: `${open.lines.join('\n')}\n` });
+      open = undefined;
+      return;
+    }
+    open?.lines.push(line);
+  });
+  return recipes;
+}
+
+function run(command: string, args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, env: { PATH: process.env.PATH ?? '', HOME: cwd }, timeout: 120_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 429s', async (t) => {
+  const recipes = recipesOf(markdown);
+  t.same(
+    recipes.map((recipe) => recipe.language),
+    ['sh', 'sh', 'ts', 'ts', 'ts', 'ts'],
+    'curl, HTTPie, ky, got, octokit and the client',
+  );
+  const api = await testApp(t, { seed: { products: 200 }, rateLimit: true });
+  // Every answer's status, to see each recipe meet 429s.
+  let statuses: number[] = [];
+  const base = await listenApp(t, {
+    async fetch(request) {
+      const response = await api.app.fetch(request);
+      statuses.push(response.status);
+      return response;
+    },
+  });
+  const { sql } = api.database;
+  const [row] = await sql`select count(*)::int as n from products where category in ('books', 'toys')`;
+  const expected = row!.n as number;
+  t.ok(expected > 20, `${expected} products: several chunks of ten`);
+  // A few units a second: every recipe meets 429s (it needs about six chunks) and goes on only if it waits.
+  await setTier(sql, 'anonymous', { allowance: 3, windowSeconds: 1, concurrency: 5 });
+
+  // TypeScript recipes run inside the repository, so that they import its packages and the client by name.
+  mkdirSync(path.join(root, '.data'), { recursive: true });
+  const folder = mkdtempSync(path.join(root, '.data', 'recipes-'));
+  t.teardown(() => rmSync(folder, { recursive: true, force: true }));
+  for (const [at, recipe] of recipes.entries()) {
+    const code = recipe.code.replaceAll('http://localhost:3000', base);
+    const where = `docs/recipes.md:${recipe.line}`;
+    const cwd = mkdtempSync(path.join(folder, `${at}-`));
+    const file = path.join(cwd, recipe.language === 'sh' ? 'recipe.sh' : 'recipe.ts');
+    writeFileSync(file, code);
+    const started = Date.now();
+    statuses = [];
+    const result =
+      recipe.language === 'sh' ? await run('/bin/sh', ['-e', file], cwd) : await run(process.execPath, ['--import', 'tsx', file], cwd);
+    t.comment(`${where}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const detail = { stdout: result.stdout.slice(-1500), stderr: result.stderr.slice(-1500) };
+    t.equal(result.code, 0, `${where} exits 0`, detail);
+    t.equal(result.stdout.trim().split('\n').at(-1), `${expected} products`, `${where} walks every product of the query once`, detail);
+    t.ok(statuses.includes(429), `${where} met ${statuses.filter((s) => s === 429).length} 429s on the way`);
+    t.same(new Set(statuses), new Set([200, 429]), `${where} got nothing but chunks and 429s`);
+  }
+});

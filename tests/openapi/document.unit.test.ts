@@ -1,0 +1,94 @@
+// The OpenAPI document without a database: it validates as OpenAPI 3.1, and it is the registry's: a collection
+// declared in the registry appears with its parameters, filters, sort keys and item, with no other change.
+import { validate } from '@readme/openapi-parser';
+import t from 'tap';
+import { products } from '../../db/schema.ts';
+import { openApiDocument } from '../../lib/openapi/document.ts';
+import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
+import { variantParams } from '../../lib/pagination/variants.ts';
+import { documentChecker } from '../helpers/openapi.ts';
+
+// The query parameters: what a collection takes in its URL (If-None-Match, a header, aside).
+const names = (operation: any) => operation.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name);
+
+t.test('the document of the demo collections validates as OpenAPI 3.1', async (t) => {
+  const document = openApiDocument(demoRegistry());
+  t.equal(document.openapi, '3.1.0');
+  const result = await validate(structuredClone(document) as any);
+  t.same(result, { valid: true, warnings: [], specification: 'OpenAPI' }, 'valid, no warning');
+  // Every schema compiles under Ajv's strict 2020-12 mode (no keyword it does not know).
+  const { validate: check } = documentChecker(document);
+  for (const name of Object.keys((document as any).components.schemas)) t.doesNotThrow(() => check(name, {}), `${name} compiles`);
+});
+
+t.test('a collection added to the registry appears in the document, with what it declares', async (t) => {
+  const widgets = defineCollection({
+    name: 'widgets',
+    table: products,
+    fields: {
+      id: { column: products.id, type: 'bigint' },
+      label: { column: products.name, type: 'text' },
+      madeAt: { column: products.createdAt, type: 'timestamp' },
+    },
+    variants: ['page', 'cursor'],
+    defaultVariant: 'page',
+    filters: { label: ['eq', 'prefix', 'ne'], madeAt: ['gte', 'in'] },
+    sortKeys: ['label', 'madeAt'],
+    defaultSort: '-madeAt',
+    pageSize: { default: 5, max: 7 },
+    cost: { itemsPerUnit: 10, exactCount: 1, indexed: { id: 1000, label: 100, madeAt: 100 } },
+  });
+  const document: any = openApiDocument(createRegistry([...demoRegistry().values(), widgets]));
+  t.same((await validate(structuredClone(document))).valid, true, 'still valid');
+  const operation = document.paths['/v1/widgets'].get;
+  t.same(
+    names(operation).sort(),
+    ['page', 'page-size', 'cursor', 'since_id', 'sort', 'count', 'label', 'label[prefix]', 'label[ne]', 'madeAt[gte]', 'madeAt[in]'].sort(),
+    'the variants’ parameters and every filter as spelled on the wire',
+  );
+  const param = (name: string) => operation.parameters.find((p: any) => p.name === name);
+  t.same(param('page-size').schema, { type: 'integer', minimum: 1, maximum: 7 }, 'its page sizes');
+  t.match(param('page-size').description, 'Default 5.');
+  t.same(param('page-size')['x-variants'], ['page', 'cursor']);
+  t.equal(param('sort').schema.pattern, '^-?(?:label|madeAt)(?:,-?(?:label|madeAt))*$', 'its sort keys');
+  t.match(param('sort').description, 'Default: `-madeAt`.');
+  t.same(document.components.schemas.WidgetsItem.properties.madeAt.format, 'date-time', 'the item schema from its fields and types');
+  t.same(document.components.schemas.WidgetsItem.required, ['id', 'label', 'madeAt']);
+  t.same(operation.responses['200'].content['application/json'].schema, {
+    oneOf: [{ $ref: '#/components/schemas/WidgetsPageChunk' }, { $ref: '#/components/schemas/WidgetsCursorChunk' }],
+  });
+  t.same(Object.keys(document.components.schemas.WidgetsPageChunk.properties), ['page', 'pageSize', 'totalPages', 'widgets', '_links']);
+  t.same(document.paths['/v1'].get.responses['200'].content['application/json'].schema.properties._links.required, [
+    'self',
+    'products',
+    'orders',
+    'events',
+    'widgets',
+  ]);
+});
+
+t.test('every parameter a variant takes is described, for each collection that offers the variant', async (t) => {
+  const document: any = openApiDocument(demoRegistry());
+  for (const collection of demoRegistry().values()) {
+    const documented = new Set(names(document.paths[`/v1/${collection.name}`].get));
+    for (const variant of collection.variants) {
+      for (const name of variantParams[variant].takes) {
+        // Only a collection without sort keys goes without `sort`.
+        if (name === 'sort' && collection.sortKeys.length === 0) continue;
+        t.ok(documented.has(name), `${collection.name}: ${name} (${variant})`);
+      }
+    }
+  }
+});
+
+t.test('the problem schema lists every error code, and each problem response only those of its status', async (t) => {
+  const document: any = openApiDocument(demoRegistry());
+  const { validate: check } = documentChecker(document);
+  t.ok(document.components.schemas.Problem.properties.code.enum.includes('Concurrency_limit_exceeded'));
+  const problem429 = document.paths['/v1/products'].get.responses['429'].content['application/problem+json'].schema;
+  const base = { type: 'about:blank', title: 'Too Many Requests', status: 429, detail: 'x', requestId: 'r1' };
+  t.same(check(problem429, { ...base, code: 'Request_limit_exceeded' }), []);
+  t.not(check(problem429, { ...base, code: 'invalid_parameter' }).length, 0, 'a code of another status is refused');
+  t.not(check('Problem', { ...base, code: 'no_such_code' }).length, 0, 'an unknown code is refused');
+});
