@@ -200,6 +200,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Prometheus metrics (only when ADMIN_TOKEN is set; not rate-limited) */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1868,7 +1885,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database did not answer within 2.5 s (unavailable) */
+            /** @description The database did not answer within 2.5 s, or the instance is draining after a stop signal (unavailable) */
             503: {
                 headers: {
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
@@ -1885,6 +1902,68 @@ export interface operations {
                         status?: 503;
                         /** @enum {unknown} */
                         code?: "unavailable";
+                    };
+                };
+            };
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus' text format */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain; version=0.0.4; charset=utf-8": string;
+                };
+            };
+            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 401;
+                        /** @enum {unknown} */
+                        code?: "invalid_api_key" | "unauthorized";
+                    };
+                };
+            };
+            /** @description The admin token is not valid (forbidden) */
+            403: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @enum {unknown} */
+                        code?: "forbidden";
                     };
                 };
             };

@@ -312,7 +312,22 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
           required: ['status'],
           additionalProperties: false,
         }),
-        '503': problem(503, 'The database did not answer within 2.5 s'),
+        '503': problem(503, 'The database did not answer within 2.5 s, or the instance is draining after a stop signal'),
+      },
+    },
+  };
+  paths['/metrics'] = {
+    get: {
+      operationId: 'metrics',
+      tags: ['operator'],
+      summary: 'Prometheus metrics (only when ADMIN_TOKEN is set; not rate-limited)',
+      security: [{ adminToken: [] }],
+      responses: {
+        '200': {
+          description: "Prometheus' text format",
+          content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } },
+        },
+        ...adminErrors,
       },
     },
   };
