@@ -82,6 +82,11 @@ t.test('deploy/install.sh on this checkout: production dependencies only; the CM
   const chunk = await fetch(`${url}/v1/products?limit=3`);
   t.equal(chunk.status, 200, 'it serves a chunk');
   t.equal(((await chunk.json()) as { products: unknown[] }).products.length, 3);
+  for (const path of ['/openapi.json', '/docs']) {
+    const page = await fetch(`${url}${path}`);
+    t.equal(page.status, 200, `${path} is served from the production dependencies`);
+    await page.arrayBuffer();
+  }
 
   const [, ...healthcheck] = execForm('HEALTHCHECK'); // node, then its arguments
   const check = (): Promise<number | null> => run([process.execPath, ...healthcheck], { cwd: app, env, ...user });
