@@ -23,13 +23,13 @@ const bodies = new WeakMap<Response, string>();
 
 /**
  * A JSON answer that may be compressed: bodies from the threshold on are kept for the compression middleware
- * and say `Vary: Accept-Encoding` (what a cache stores depends on it), whether compressed or not.
+ * and say `Vary: Accept-Encoding` (what a cache stores depends on it), whether compressed or not. `headers`,
+ * its headers with its Content-Type, becomes the answer's own (not copied).
  */
 export function compressibleJson(body: string, headers: Record<string, string>): Response {
   const compressible = body.length >= COMPRESSION_THRESHOLD;
-  const all: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...headers };
-  if (compressible) all.vary = all.vary === undefined ? 'Accept-Encoding' : `${all.vary}, Accept-Encoding`;
-  const response = new Response(body, { status: 200, headers: all });
+  if (compressible) headers.vary = headers.vary === undefined ? 'Accept-Encoding' : `${headers.vary}, Accept-Encoding`;
+  const response = new Response(body, { status: 200, headers });
   if (compressible) bodies.set(response, body);
   return response;
 }

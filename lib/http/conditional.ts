@@ -1,5 +1,5 @@
 // Conditional requests (RFC 9110 section 13): a weak ETag on an answer, and a 304 for a client that has it.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { replaceResponse } from './replace-response.ts';
 
@@ -9,7 +9,8 @@ import { replaceResponse } from './replace-response.ts';
  * About 6 µs for a 100-item chunk (docs/benchmarks.md, "Conditional requests and compression").
  */
 export function weakEtag(body: string): string {
-  return `W/"${createHash('sha1').update(body).digest('base64url')}"`;
+  // One-shot: no Hash object per chunk.
+  return `W/"${hash('sha1', body, 'base64url')}"`;
 }
 
 /** Whether If-None-Match names `etag`, by weak comparison (RFC 9110 section 13.1.2): `*`, or one of its tags. */

@@ -3,6 +3,7 @@ import type { Database } from '../../db/client.ts';
 import type { Config } from '../http/config.ts';
 import { withTimeout } from '../http/deadline.ts';
 import { baseUrl } from '../http/forwarding.ts';
+import type { PendingHeaders } from '../http/response-headers.ts';
 import { chunkResponse } from './chunk.ts';
 import { cursorVariant } from './cursor.ts';
 import { isFilterName, parseFilters } from './filters.ts';
@@ -73,7 +74,7 @@ export interface ServeOptions {
    */
   readonly read?: ReadQuery | undefined;
   /** Headers the response carries besides its own (request id, CORS, rate limit: lib/http/response-headers.ts). */
-  readonly headers?: Readonly<Record<string, string>> | undefined;
+  readonly headers?: PendingHeaders | undefined;
 }
 
 export async function serveCollection(
