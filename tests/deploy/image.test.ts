@@ -68,7 +68,11 @@ t.test('deploy/install.sh on this checkout: production dependencies only; the CM
   const port = await freePort();
   const env = { PATH: process.env.PATH ?? '', HOME: dir, DATABASE_URL: db.url, PORT: String(port), NODE_ENV: 'production' };
   const [command, ...args] = execForm('CMD');
-  const server: ChildProcess = spawn(command === 'node' ? process.execPath : command!, args, { cwd: app, env, ...user, stdio: 'ignore' });
+  // Through env -u NODE_OPTIONS: tap adds its own loader, from this checkout's node_modules, to the NODE_OPTIONS
+  // of every node process a test starts, and the unprivileged user may not reach this checkout (a clone in a
+  // mode-700 folder); the image has no such loader either.
+  const node = command === 'node' ? process.execPath : command!;
+  const server: ChildProcess = spawn('env', ['-u', 'NODE_OPTIONS', node, ...args], { cwd: app, env, ...user, stdio: 'ignore' });
   t.teardown(() => stopProcess(server, { graceMs: 5000 }));
   const url = `http://127.0.0.1:${port}`;
   await waitFor(
@@ -89,7 +93,8 @@ t.test('deploy/install.sh on this checkout: production dependencies only; the CM
   }
 
   const [, ...healthcheck] = execForm('HEALTHCHECK'); // node, then its arguments
-  const check = (): Promise<number | null> => run([process.execPath, ...healthcheck], { cwd: app, env, ...user });
+  const check = (): Promise<number | null> =>
+    run(['env', '-u', 'NODE_OPTIONS', process.execPath, ...healthcheck], { cwd: app, env, ...user });
   t.equal(await check(), 0, 'the HEALTHCHECK passes while it serves');
   t.equal(await stopProcess(server), 0, 'SIGTERM reaches the one process, which exits 0');
   t.not(await check(), 0, 'and fails once it is gone');
