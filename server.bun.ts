@@ -2,16 +2,9 @@
 // peer address from Bun's connection info.
 /// <reference types="bun" />
 import { getConnInfo } from 'hono/bun';
-import { createLogger } from './lib/http/logger.ts';
-import { describeFailure, readConfig, startService, stopOnSignals } from './lib/http/startup.ts';
+import { startEntry, stopOnSignals } from './lib/http/startup.ts';
 
-const config = readConfig(process.env);
-const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY });
-const log = (line: string) => logger.info(line);
-const service = await startService(config, { logger, remoteAddress: (c) => getConnInfo(c).remote.address }).catch((error: unknown) => {
-  console.error(`Could not start: ${describeFailure(error, config.port)}`);
-  return process.exit(1);
-});
+const { config, log, service } = await startEntry((c) => getConnInfo(c).remote.address);
 // hono/bun's getConnInfo asks the server (the context's env) for the request's address.
 const server = Bun.serve({ port: config.port, fetch: (request, bunServer) => service.app.fetch(request, bunServer) });
 log(`Listening on http://localhost:${config.port}/v1`);

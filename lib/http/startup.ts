@@ -13,7 +13,7 @@ import { loadCursorSecret } from '../pagination/cursor-secret.ts';
 import { demoRegistry } from '../pagination/demo-collections.ts';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, parseConfig } from './config.ts';
-import type { Logger } from './logger.ts';
+import { createLogger, type Logger } from './logger.ts';
 
 export interface Service {
   readonly app: Hono;
@@ -143,6 +143,23 @@ export async function startService(config: Config, options: StartOptions): Promi
     },
     abandon: () => postgresServer.abandon(),
   };
+}
+
+/**
+ * The Deno and Bun entries' start: the configuration, its logger, and the service with `remoteAddress`, the
+ * runtime's peer address; a failure is the one line an operator reads, and exit 1.
+ */
+export async function startEntry(
+  remoteAddress: (c: Context) => string | undefined,
+): Promise<{ config: Config; log: (line: string) => void; service: Service }> {
+  const config = readConfig(process.env);
+  const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY });
+  const log = (line: string) => logger.info(line);
+  const service = await startService(config, { logger, remoteAddress }).catch((error: unknown) => {
+    console.error(`Could not start: ${describeFailure(error, config.port)}`);
+    return process.exit(1);
+  });
+  return { config, log, service };
 }
 
 export interface SignalOptions {

@@ -2,24 +2,17 @@
 // that headless Chromium (Debian's) opens, it walks a filtered collection under a tiny allowance, waiting out
 // its 429s from the headers CORS lets it read, and a bad request arrives as a ProblemError.
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { chromium } from 'playwright-core';
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
+import { launchChromium, noBrowser } from '../helpers/browser.ts';
 import { setTier } from '../helpers/limiter.ts';
 import { listenApp } from '../helpers/listen.ts';
 import { freePort } from '../helpers/processes.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-
-t.test('in a browser, the client walks, waits out 429s and throws typed problems', async (t) => {
-  if (!existsSync(CHROMIUM) && !process.env.CI) {
-    t.comment(`${CHROMIUM} is not installed (Debian's chromium package; .ci/run installs it): the browser check did not run`);
-    return;
-  }
+t.test('in a browser, the client walks, waits out 429s and throws typed problems', { skip: noBrowser }, async (t) => {
   const api = await testApp(t, { seed: { products: 20, orders: 200 }, rateLimit: true });
   const apiOrigin = await listenApp(t, api.app);
   const { sql } = api.database;
@@ -72,12 +65,7 @@ t.test('in a browser, the client walks, waits out 429s and throws typed problems
   await once(page, 'listening');
   t.teardown(() => page.close());
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
-  });
-  t.teardown(() => browser.close());
+  const browser = await launchChromium(t);
   const tab = await browser.newPage();
   await tab.goto(`http://127.0.0.1:${pagePort}/`);
   await tab.waitForFunction('window.results !== undefined', undefined, { timeout: 60_000 });
