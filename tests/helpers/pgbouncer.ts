@@ -31,7 +31,7 @@ function accepts(port: number): Promise<boolean> {
 
 /**
  * PgBouncer in transaction pooling mode in front of the server of `serverUrl`, every database to that
- * server logged in as its user (`auth_type = any`: the test server trusts loopback). PgBouncer refuses to
+ * server logged in as its user, with its password if it has one (`auth_type = any`: clients are not asked). PgBouncer refuses to
  * run as root: as root it runs as `postgres`, in a directory that user owns.
  */
 export async function startPgBouncer(t: { teardown(fn: () => unknown): void }, serverUrl: string): Promise<PgBouncer> {
@@ -40,8 +40,10 @@ export async function startPgBouncer(t: { teardown(fn: () => unknown): void }, s
   const port = await freePort();
   const dir = await mkdtemp('/tmp/pgbouncer-');
   const logFile = path.join(dir, 'pgbouncer.log');
+  // The server's password, when its URL has one (the embedded PostgreSQL asks for it), is PgBouncer's to send.
+  const password = server.password ? ` password=${decodeURIComponent(server.password)}` : '';
   const ini = `[databases]
-* = host=${server.hostname} port=${server.port || 5432} user=${decodeURIComponent(server.username) || 'postgres'}
+* = host=${server.hostname} port=${server.port || 5432} user=${decodeURIComponent(server.username) || 'postgres'}${password}
 
 [pgbouncer]
 listen_addr = 127.0.0.1

@@ -43,7 +43,7 @@ function added(before: Prepared[], after: Prepared[]): Prepared[] {
 }
 
 t.test('a repeated shape is one named statement per connection, planned once: generic plans, not one per call', async (t) => {
-  const { get, prepared } = await oneConnectionApp(t);
+  const { get, prepared, database } = await oneConnectionApp(t);
   // Each case: paths of ONE shape (values differ), and whether PostgreSQL should settle on the generic plan.
   // Cursors at twenty positions of a sort, collected with page-size=10 (another shape).
   const cursorsOf = async (sort: string) => {
@@ -56,6 +56,10 @@ t.test('a repeated shape is one named statement per connection, planned once: ge
     }
     return cursors;
   };
+  const [{ server_version_num: version }] =
+    (await database.sql`select current_setting('server_version_num')::int as server_version_num`) as unknown as [
+      { server_version_num: number },
+    ];
   const oneWay = await cursorsOf('priceCents');
   const mixed = await cursorsOf('-priceCents,name');
   // Each case: paths of ONE shape (values differ), and whether PostgreSQL should settle on the generic plan.
@@ -73,7 +77,9 @@ t.test('a repeated shape is one named statement per connection, planned once: ge
     {
       label: 'filtered first chunk, values changing',
       paths: (i) => `/v1/orders?page-size=10&status=${['paid', 'pending', 'shipped'][i % 3]}&totalCents[gt]=${i * 37}`,
-      generic: true,
+      // PostgreSQL 15 settles on the generic plan; 18 (the embedded default) prices it above the plans for the
+      // values of this two-filter query and plans every call (seen: 0 generic of 20), parsing it once all the same.
+      generic: version < 180000,
     },
     { label: 'since_id, a position on id', paths: (i) => `/v1/products?since_id=${i * 50}&page-size=15`, generic: true },
     {
