@@ -109,8 +109,21 @@ export function buildApp(deps: AppDeps): Hono {
   // check, which spares it a body a 304 drops.
   app.use('/v1/*', compression());
   app.use('/v1/*', conditionalRequests());
-  app.post('/v1/keys', limitBody(), issueKeyHandler(database.drizzle));
-  app.all('/v1/keys', methodNotAllowed('POST'));
+  // POST /v1/keys issues a key. It shares the collections' route, `/v1/:collection`, rather than having one of
+  // its own: a fixed path beside a parameter at the same place is what Hono's RegExpRouter refuses, and it
+  // would leave every request to the slower TrieRouter (docs/benchmarks.md, "Where the gap to the floor is").
+  const KEYS = 'keys';
+  /** What a path under /v1 allows: POST for the keys, GET and HEAD for a collection. */
+  const allowed = (c: Context) => (c.req.param('collection') === KEYS ? 'POST' : 'GET, HEAD');
+  app.post(
+    '/v1/:collection',
+    async (c, next) => {
+      if (c.req.param('collection') !== KEYS) methodNotAllowed(allowed(c))();
+      await next();
+    },
+    limitBody(),
+    issueKeyHandler(database.drizzle),
+  );
   if (config.adminToken) app.route('/admin', adminRoutes(database.drizzle, config.adminToken));
   if (metrics !== undefined && config.adminToken) {
     const { registry } = metrics;
@@ -131,6 +144,7 @@ export function buildApp(deps: AppDeps): Hono {
   app.get('/v1/', index); // a trailing slash is the same index; the limiter charges it the same single unit
 
   app.get('/v1/:collection', async (c) => {
+    if (c.req.param('collection') === KEYS) methodNotAllowed(allowed(c))();
     const collection = registry.get(c.req.param('collection'));
     if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
     // The query as the rate limiter read it for its cost, if it did (lib/pagination/serve.ts, `readQuery`), and
@@ -153,7 +167,7 @@ export function buildApp(deps: AppDeps): Hono {
   app.all('/readyz', methodNotAllowed('GET, HEAD'));
   app.all('/v1', methodNotAllowed('GET, HEAD'));
   app.all('/v1/', methodNotAllowed('GET, HEAD'));
-  app.all('/v1/:collection', methodNotAllowed('GET, HEAD'));
+  app.all('/v1/:collection', (c) => methodNotAllowed(allowed(c))());
 
   app.notFound(() => {
     throw new ApiError('not_found', 'No such path');

@@ -64,9 +64,12 @@ export function docsRoutes(publicUrl: string | undefined): Hono {
     c.header('content-security-policy', csp);
     return c.html(PAGE);
   });
-  docs.get('/init.js', (c) => c.body(INIT, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }));
+  // The initialiser is answered by the assets' route rather than a route of its own: a fixed path beside a
+  // parameter at the same place is what Hono's RegExpRouter refuses, and it would leave every request of the
+  // app to the slower TrieRouter (docs/benchmarks.md, "Where the gap to the floor is").
   docs.get('/:asset', async (c) => {
     const asset = c.req.param('asset');
+    if (asset === 'init.js') return c.body(INIT, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' });
     const type = ASSETS.get(asset);
     if (type === undefined) throw new ApiError('not_found', 'No such path');
     let body = loaded.get(asset);
