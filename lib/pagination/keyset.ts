@@ -5,12 +5,15 @@ import { ApiError, invalidCursor } from '../http/errors.ts';
 import { type CursorPayload, encodeCursor } from './cursor-token.ts';
 import { type Filter, filterCondition, filterParam, filtersKey, filterValues, parseFilters } from './filters.ts';
 import { linkBuilder } from './links.ts';
-import { parseSize } from './params.ts';
+import { parseSize, type QueryParams } from './params.ts';
 import type { Collection, FieldType, SortKey } from './registry.ts';
 import { collectionKey, itemReader, literalLimit, runShape, shapeOf } from './shapes.ts';
 import { orderBy, sortParam } from './sort.ts';
 import { isTimestampText, timestampValue } from './timestamps.ts';
 import type { ChunkRequest, QueryRequest } from './variants.ts';
+
+/** The query of links that carry none of the request's parameters (cursorLinks). */
+const NO_PARAMS: QueryParams = new Map();
 
 /** One value of a position: a number for integer fields, text for text and timestamp fields. */
 export type KeyValue = string | number;
@@ -219,8 +222,9 @@ export function boundFilters(collection: Collection, sent: readonly Filter[], ca
  * that follows them sends no filter beside the cursor, so nothing can disagree with it.
  */
 export function cursorLinks(request: ChunkRequest, secret: string, pageSize: number) {
-  const bare = linkBuilder(request.collectionUrl, new Map());
-  return function link(cursor: CursorPayload | string): string {
+  const bare = linkBuilder(request.collectionUrl, NO_PARAMS);
+  // Anonymous, like linkBuilder's: made for every chunk.
+  return (cursor: CursorPayload | string): string => {
     const token = typeof cursor === 'string' ? cursor : encodeCursor(secret, cursor);
     return bare({ 'page-size': pageSize, cursor: token });
   };

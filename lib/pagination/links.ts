@@ -7,22 +7,32 @@ export type Links = Record<string, string | undefined>;
 
 /**
  * Builds the links of one query: `href({ limit: '20', offset: '40' })` is the collection URL with
- * those parameters first, then the request's filters, sort and count mode.
+ * those parameters first, then the request's filters, sort and count mode. Made for every chunk: the
+ * carried parameters are encoded once, and the function it returns is anonymous (no name to set on it).
  */
-export function linkBuilder(collectionUrl: string, params: QueryParams) {
-  const carried = [...params].filter(([name]) => !POSITION_PARAMS.has(name));
-  return function href(variantParams: Record<string, string | number>): string {
-    const pairs = [...Object.entries(variantParams).map(([k, v]) => [k, String(v)] as const), ...carried];
-    return pairs.length === 0
-      ? collectionUrl
-      : `${collectionUrl}?${pairs.map(([k, v]) => `${encodeQueryComponent(k)}=${encodeQueryComponent(v)}`).join('&')}`;
+export function linkBuilder(collectionUrl: string, params: QueryParams): (variantParams: Record<string, string | number>) => string {
+  let carried = '';
+  for (const [name, value] of params) {
+    if (POSITION_PARAMS.has(name)) continue;
+    carried += `${carried === '' ? '' : '&'}${encodeQueryComponent(name)}=${encodeQueryComponent(value)}`;
+  }
+  return (variantParams) => {
+    let query = '';
+    for (const name in variantParams) {
+      query += `${query === '' ? '' : '&'}${encodeQueryComponent(name)}=${encodeQueryComponent(String(variantParams[name]))}`;
+    }
+    if (carried !== '') query += query === '' ? carried : `&${carried}`;
+    return query === '' ? collectionUrl : `${collectionUrl}?${query}`;
   };
 }
 
 /** The body's `_links`: `{ self: { href } , next: { href }, … }`, absent links left out. */
 export function linksObject(links: Links): Record<string, { href: string }> {
   const out: Record<string, { href: string }> = {};
-  for (const [rel, href] of Object.entries(links)) if (href !== undefined) out[rel] = { href };
+  for (const rel in links) {
+    const href = links[rel];
+    if (href !== undefined) out[rel] = { href };
+  }
   return out;
 }
 
@@ -34,8 +44,10 @@ export const SERVICE_LINKS = '</openapi.json>; rel="service-desc", </docs>; rel=
 
 /** RFC 8288: `<…>; rel="next", <…>; rel="self"`. */
 export function linkHeader(links: Links): string {
-  return Object.entries(links)
-    .filter(([, href]) => href !== undefined)
-    .map(([rel, href]) => `<${href}>; rel="${rel}"`)
-    .join(', ');
+  let header = '';
+  for (const rel in links) {
+    const href = links[rel];
+    if (href !== undefined) header += `${header === '' ? '' : ', '}<${href}>; rel="${rel}"`;
+  }
+  return header;
 }
