@@ -29,10 +29,11 @@ declare module 'hono' {
  * take it from the context (lib/http/errors.ts).
  */
 export function requestIds(): MiddlewareHandler {
-  return async function requestId(c, next) {
+  // Not async: with nothing to do after the layers inside, it hands their promise on rather than awaiting it.
+  return function requestId(c, next) {
     const id = requestIdOf(c.req.header('x-request-id'));
     c.set('requestId', id);
     addResponseHeaders(c, { 'x-request-id': id });
-    await next();
+    return next();
   };
 }
