@@ -42,10 +42,13 @@ function manyKeys(count: number): autocannon.Request[] {
 
 const hotKey = { authorization: `Bearer ${keyOf(0)}` };
 
+// With an operator token like the service's, so that they keep the same metrics (bench/limiter-server.ts).
+const ADMIN_TOKEN = randomBytes(24).toString('hex');
+
 export const limiterServers: ServerVariant[] = [
-  { name: 'limiter off', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'off' }, readyPath: '/readyz' },
-  { name: 'ours, no cap', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'rate-only' }, readyPath: '/readyz' },
-  { name: 'peer (rlf Postgres)', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'peer' }, readyPath: '/readyz' },
+  { name: 'limiter off', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'off', ADMIN_TOKEN }, readyPath: '/readyz' },
+  { name: 'ours, no cap', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'rate-only', ADMIN_TOKEN }, readyPath: '/readyz' },
+  { name: 'peer (rlf Postgres)', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'peer', ADMIN_TOKEN }, readyPath: '/readyz' },
 ];
 
 /**

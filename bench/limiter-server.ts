@@ -8,6 +8,7 @@ import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { openDatabase } from '../db/client.ts';
 import { buildApp } from '../lib/http/app.ts';
 import { parseConfig } from '../lib/http/config.ts';
+import { createLogger } from '../lib/http/logger.ts';
 import { loadCursorSecret } from '../lib/pagination/cursor-secret.ts';
 import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 
@@ -29,7 +30,10 @@ const database = openDatabase(config.databaseUrl, {
 const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
 // rate-only: no lease is taken (leaseTtlSeconds 0), so no release either.
 const rateLimit = mode === 'rate-only' ? { leaseTtlSeconds: 0 } : false;
-const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit });
+// The request log and the metrics as the service has them (its log level, metrics with an ADMIN_TOKEN, which
+// the bench gives every limiter server as it gives the service): the rows then differ by the limiter only.
+const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY });
+const app = buildApp({ database, config, registry: demoRegistry(), cursorSecret, rateLimit, logger });
 
 /** The peer as its docs advise: one pooled client, consume() per request, the same headers as ours. */
 async function peerLimiter(): Promise<MiddlewareHandler> {
