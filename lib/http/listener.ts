@@ -15,8 +15,8 @@ const HOSTLESS_PATHS = new Set(['/healthz', '/readyz']);
 /** The Host a health check without one is served as; it appears in no answer. */
 const HEALTH_CHECK_HOST = 'localhost';
 
-/** A node:http server that serves `app`; not yet listening. */
-export function httpServer(app: Hono): Server {
+/** A node:http server that serves `app` (a Hono app, or anything with its `fetch`); not yet listening. */
+export function httpServer(app: Pick<Hono, 'fetch'>): Server {
   // A request the adapter cannot turn into a Request (bad or missing Host header, HTTP/1.0 without one)
   // is still answered with problem+json, not an empty 400.
   const serve = getRequestListener(app.fetch, {

@@ -5,7 +5,7 @@ import { createClient, type FetchFunction, ProblemError } from 'paginated-collec
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 import { setTier } from '../helpers/limiter.ts';
-import { listenApp } from '../helpers/listen.ts';
+import { listening } from '../helpers/listening.ts';
 
 interface Seen {
   readonly at: number;
@@ -26,7 +26,7 @@ function recordingFetch(address: string, seen: Seen[]): FetchFunction {
 
 t.test('the client walks a filtered collection, waits out 429s, polls, and throws typed problems', async (t) => {
   const api = await testApp(t, { seed: { products: 40, orders: 150, events: 10 }, rateLimit: true, statementTimeoutMs: 300 });
-  const baseUrl = await listenApp(t, api.app);
+  const baseUrl = await listening(t, api.app);
   const { sql } = api.database;
   const paid = (await sql`select id from orders where status = 'paid' order by created_at desc, id desc`).map((row) => Number(row.id));
   t.ok(paid.length > 15, `${paid.length} paid orders: several chunks of 5`);

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 import { setTier } from '../helpers/limiter.ts';
-import { listenApp } from '../helpers/listen.ts';
+import { listening } from '../helpers/listening.ts';
 import { runtimeCommand } from '../helpers/servers.ts';
 
 const script = fileURLToPath(new URL('./walk.ts', import.meta.url));
@@ -21,7 +21,7 @@ function run(runtime: 'node' | 'deno' | 'bun', baseUrl: string): Promise<string>
 
 t.test('the client walks, waits and throws typed problems on Node, Deno and Bun alike', async (t) => {
   const api = await testApp(t, { seed: { products: 20, orders: 200 }, rateLimit: true });
-  const baseUrl = await listenApp(t, api.app);
+  const baseUrl = await listening(t, api.app);
   const { sql } = api.database;
   const paid = (await sql`select id from orders where status = 'paid' order by created_at desc, id desc`).map((row) => Number(row.id));
   t.ok(paid.length > 20, `${paid.length} paid orders: more chunks of 5 than the allowance has units`);

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 import { setTier } from '../helpers/limiter.ts';
-import { listenApp } from '../helpers/listen.ts';
+import { listening } from '../helpers/listening.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const markdown = readFileSync(path.join(root, 'docs', 'recipes.md'), 'utf8');
@@ -58,7 +58,7 @@ t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 
   const api = await testApp(t, { seed: { products: 200 }, rateLimit: true });
   // Every answer's status, to see each recipe meet 429s.
   let statuses: number[] = [];
-  const base = await listenApp(t, {
+  const base = await listening(t, {
     async fetch(request) {
       const response = await api.app.fetch(request);
       statuses.push(response.status);

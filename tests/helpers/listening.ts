@@ -4,8 +4,8 @@ import type { Hono } from 'hono';
 import { httpServer } from '../../lib/http/listener.ts';
 import { freePort } from './processes.ts';
 
-/** Serves `app` on 127.0.0.1 and a free port until the test ends; resolves to its origin, `http://127.0.0.1:<port>`. */
-export async function listening(t: { teardown(fn: () => unknown): void }, app: Hono): Promise<string> {
+/** Serves `app` (or anything with its `fetch`) on 127.0.0.1 and a free port until the test ends; resolves to its origin, `http://127.0.0.1:<port>`. */
+export async function listening(t: { teardown(fn: () => unknown): void }, app: Pick<Hono, 'fetch'>): Promise<string> {
   const port = await freePort();
   const server = httpServer(app);
   server.listen(port, '127.0.0.1');
