@@ -1,9 +1,14 @@
-// `npm test`: runs tap against DATABASE_URL, or against an embedded PostgreSQL when none is set,
-// and ends with one plain summary line ("N passed, N failed").
+// `npm test`: installs the Debian packages the tests drive when missing, runs tap against DATABASE_URL (or an
+// embedded PostgreSQL when none is set), and ends with one plain summary line ("N passed, N failed").
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { stripVTControlCharacters } from 'node:util';
 import { type EmbeddedServer, startEmbedded } from '../db/embedded.ts';
+
+// The Debian packages the tests drive (Chromium, PgBouncer, HAProxy, …): installed when missing, as root;
+// otherwise what to install is named and nothing runs, rather than tests failing one by one.
+const packages = spawnSync('bash', [new URL('./test-packages.sh', import.meta.url).pathname], { stdio: 'inherit' });
+if (packages.status !== 0) process.exit(packages.status ?? 1);
 
 let embedded: EmbeddedServer | undefined;
 if (!process.env.DATABASE_URL) {

@@ -1,20 +1,17 @@
 // The client runs unchanged in a browser: bundled as it is (esbuild, no shims) into a page on another origin
 // that headless Chromium (Debian's) opens, it walks a filtered collection under a tiny allowance, waiting out
 // its 429s from the headers CORS lets it read, and a bad request arrives as a ProblemError.
-import { once } from 'node:events';
-import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
-import { launchChromium, noBrowser } from '../helpers/browser.ts';
+import { pageResults } from '../helpers/browser.ts';
 import { setTier } from '../helpers/limiter.ts';
-import { listenApp } from '../helpers/listen.ts';
-import { freePort } from '../helpers/processes.ts';
+import { listening } from '../helpers/listening.ts';
 
-t.test('in a browser, the client walks, waits out 429s and throws typed problems', { skip: noBrowser }, async (t) => {
+t.test('in a browser, the client walks, waits out 429s and throws typed problems', async (t) => {
   const api = await testApp(t, { seed: { products: 20, orders: 200 }, rateLimit: true });
-  const apiOrigin = await listenApp(t, api.app);
+  const apiOrigin = await listening(t, api.app);
   const { sql } = api.database;
   const paid = (await sql`select id from orders where status = 'paid' order by created_at desc, id desc`).map((row) => Number(row.id));
   await setTier(sql, 'anonymous', { allowance: 3, windowSeconds: 1, concurrency: 5 });
@@ -51,26 +48,10 @@ t.test('in a browser, the client walks, waits out 429s and throws typed problems
     } catch (error) {
       window.results = String(error);
     }`;
-  const pagePort = await freePort();
-  const page = createServer((request, response) => {
-    if (request.url === '/client.js') {
-      response.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' });
-      response.end(bundle.outputFiles[0]!.text);
-      return;
-    }
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    response.end(`<!doctype html><title>client</title><script type="module">${script}</script>`);
-  });
-  page.listen(pagePort, '127.0.0.1');
-  await once(page, 'listening');
-  t.teardown(() => page.close());
-
-  const browser = await launchChromium(t);
-  const tab = await browser.newPage();
-  await tab.goto(`http://127.0.0.1:${pagePort}/`);
-  await tab.waitForFunction('window.results !== undefined', undefined, { timeout: 60_000 });
-  const results = (await tab.evaluate('window.results')) as { ids: number[]; limited: number; problem: unknown } | string;
-  if (typeof results === 'string') throw new Error(`The page's client failed: ${results}`);
+  const results = (await pageResults(t, `<!doctype html><title>client</title><script type="module">${script}</script>`, {
+    scripts: { '/client.js': bundle.outputFiles[0]!.text },
+    timeoutMs: 60_000,
+  })) as { ids: number[]; limited: number; problem: unknown };
   t.same(results.ids, paid, 'every paid order once, in order');
   t.ok(results.limited > 0, `it met ${results.limited} 429s and waited them out`);
   t.same(results.problem, { code: 'invalid_parameter', status: 400 }, 'a bad request arrives as a ProblemError');

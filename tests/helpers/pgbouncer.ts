@@ -35,7 +35,7 @@ function accepts(port: number): Promise<boolean> {
  * run as root: as root it runs as `postgres`, in a directory that user owns.
  */
 export async function startPgBouncer(t: { teardown(fn: () => unknown): void }, serverUrl: string): Promise<PgBouncer> {
-  if (!existsSync(BINARY)) throw new Error(`PgBouncer: ${BINARY} is missing; install Debian's pgbouncer (.ci/run does)`);
+  if (!existsSync(BINARY)) throw new Error(`PgBouncer: ${BINARY} is missing; install Debian's pgbouncer (npm test does, as root)`);
   const server = new URL(serverUrl);
   const port = await freePort();
   const dir = await mkdtemp('/tmp/pgbouncer-');

@@ -1,12 +1,9 @@
 // A real browser reads the API cross-origin: headless Chromium (Debian's) on a page served from another port fetches chunks and reads their headers.
 
-import { once } from 'node:events';
-import { createServer } from 'node:http';
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
-import { launchChromium, noBrowser } from '../helpers/browser.ts';
+import { pageResults } from '../helpers/browser.ts';
 import { listening } from '../helpers/listening.ts';
-import { freePort } from '../helpers/processes.ts';
 
 /** What the page's script reports of each fetch. */
 interface Seen {
@@ -18,17 +15,14 @@ interface Seen {
   items: number | undefined;
 }
 
-t.test(
-  'a page on another origin fetches chunks and reads X-RateLimit-Remaining, Link, ETag and X-Request-Id',
-  { skip: noBrowser },
-  async (t) => {
-    const api = await testApp(t, { seed: { products: 30 }, rateLimit: true });
-    const apiOrigin = await listening(t, api.app);
-    const { key } = await (await fetch(`${apiOrigin}/v1/keys`, { method: 'POST' })).json();
+t.test('a page on another origin fetches chunks and reads X-RateLimit-Remaining, Link, ETag and X-Request-Id', async (t) => {
+  const api = await testApp(t, { seed: { products: 30 }, rateLimit: true });
+  const apiOrigin = await listening(t, api.app);
+  const { key } = await (await fetch(`${apiOrigin}/v1/keys`, { method: 'POST' })).json();
 
-    // The page, on a port of its own (another origin than the API's), with the script a client app would run:
-    // plain text, as a browser gets it (a function handed to page.evaluate would carry tsx's helpers along).
-    const script = `
+  // The page, on a port of its own (another origin than the API's), with the script a client app would run:
+  // plain text, as a browser gets it (a function handed to page.evaluate would carry tsx's helpers along).
+  const script = `
     const read = async (response) => ({
       status: response.status,
       remaining: response.headers.get('X-RateLimit-Remaining'),
@@ -50,39 +44,24 @@ t.test(
       const revalidated = await read(await fetch(cached, { headers: auth }));
       window.results = [anonymous, keyed, again, stored, revalidated];
     })().catch((error) => { window.results = String(error); });`;
-    const pagePort = await freePort();
-    const page = createServer((_request, response) => {
-      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      response.end(`<!doctype html><title>client</title><script>${script}</script>`);
-    });
-    page.listen(pagePort, '127.0.0.1');
-    await once(page, 'listening');
-    t.teardown(() => page.close());
-
-    const browser = await launchChromium(t);
-    const tab = await browser.newPage();
-    await tab.goto(`http://127.0.0.1:${pagePort}/`);
-    await tab.waitForFunction('window.results !== undefined', undefined, { timeout: 30_000 });
-    const seen = (await tab.evaluate('window.results')) as Seen[] | string;
-    if (typeof seen === 'string') throw new Error(`The page's fetches failed: ${seen}`);
-    const [anonymous, keyed, again, stored, revalidated] = seen as [Seen, Seen, Seen, Seen, Seen];
-    t.equal(anonymous.status, 200);
-    t.equal(anonymous.remaining, '58', 'the page reads the anonymous allowance');
-    t.match(
-      anonymous.link,
-      /<http:\/\/127\.0\.0\.1:\d+\/v1\/products\?limit=5&offset=5&category%5Bin%5D=[^>]+>; rel="next"/,
-      'and the Link header',
-    );
-    t.equal(anonymous.items, 5);
-    t.match(anonymous.requestId, /^[0-9a-f-]{36}$/);
-    t.equal(keyed.status, 200, 'a request with Authorization passes its preflight');
-    t.equal(keyed.remaining, '598', 'counted on the key');
-    t.match(keyed.etag, /^W\//);
-    t.equal(again.status, 304, 'If-None-Match from a page: a 304');
-    t.equal(again.remaining, '598', 'free');
-    t.equal(stored.remaining, '596');
-    t.equal(revalidated.status, 200, "the browser's own revalidation: its stored copy, refreshed by a 304");
-    t.equal(revalidated.items, 5);
-    t.equal(revalidated.remaining, '596', 'which cost nothing');
-  },
-);
+  const seen = await pageResults(t, `<!doctype html><title>client</title><script>${script}</script>`, { timeoutMs: 30_000 });
+  const [anonymous, keyed, again, stored, revalidated] = seen as [Seen, Seen, Seen, Seen, Seen];
+  t.equal(anonymous.status, 200);
+  t.equal(anonymous.remaining, '58', 'the page reads the anonymous allowance');
+  t.match(
+    anonymous.link,
+    /<http:\/\/127\.0\.0\.1:\d+\/v1\/products\?limit=5&offset=5&category%5Bin%5D=[^>]+>; rel="next"/,
+    'and the Link header',
+  );
+  t.equal(anonymous.items, 5);
+  t.match(anonymous.requestId, /^[0-9a-f-]{36}$/);
+  t.equal(keyed.status, 200, 'a request with Authorization passes its preflight');
+  t.equal(keyed.remaining, '598', 'counted on the key');
+  t.match(keyed.etag, /^W\//);
+  t.equal(again.status, 304, 'If-None-Match from a page: a 304');
+  t.equal(again.remaining, '598', 'free');
+  t.equal(stored.remaining, '596');
+  t.equal(revalidated.status, 200, "the browser's own revalidation: its stored copy, refreshed by a 304");
+  t.equal(revalidated.items, 5);
+  t.equal(revalidated.remaining, '596', 'which cost nothing');
+});

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The Debian packages `npm test` drives, installed when missing (as root), so that every test runs on a fresh
+# machine: chromium for the browser checks (tests/http/browser-cors.test.ts, tests/openapi/docs-browser.test.ts,
+# tests/client/browser.test.ts), curl for the pasted links (tests/http/paste-links.test.ts), httpie for its
+# recipe (docs/recipes.md), pgbouncer for tests/db/pgbouncer.test.ts (the read-replica test uses PostgreSQL's
+# own pg_basebackup), haproxy for tests/deploy/haproxy-rolling-restart.test.ts and tests/deploy/compose.test.ts,
+# util-linux's script(1) for a terminal in tests/http/request-log.test.ts. Deno and Bun come from npm.
+# Only what is missing is installed, so a rerun starts at once; not as root, it names what to install.
+set -euo pipefail
+missing=()
+command -v chromium >/dev/null || missing+=(chromium)
+command -v curl >/dev/null || missing+=(curl)
+command -v http >/dev/null || missing+=(httpie)
+[ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
+[ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+command -v script >/dev/null || missing+=(util-linux)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+  echo "npm test needs Debian's ${missing[*]}: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
+echo "Installing the Debian packages the tests drive: ${missing[*]}"
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
