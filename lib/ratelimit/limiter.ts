@@ -152,7 +152,9 @@ function unwaited(subject: string, lease: Lease, refund?: Refund): PendingReleas
  * the database as the next statement, rate_decide (or rate_release when it holds releases only), sent once
  * one in flight has answered. Idle, a decision goes at once (in the next turn of the event loop); under
  * load, requests share a statement, its commit and a wake-up of the database backend, with no timer to
- * wait for, and each waits at most for the statements in flight before its own. `connection` should be
+ * wait for, and each waits at most for the statements in flight before its own. Releases alone wait for a
+ * statement in flight rather than take the second place: a decision asked for meanwhile carries them, so a
+ * client's release and its next decision often share a statement. `connection` should be
  * the limiter's own (Database.limiter), so that decisions never queue behind slow data queries.
  *
  * Every statement has a deadline (the connection's): past it, the connection is taken for dead and
@@ -186,7 +188,10 @@ export function databaseLimiter(
   }
 
   function schedule(): void {
-    if (scheduled || onCurrentConnection() >= depth) return;
+    if (scheduled) return;
+    const sending = onCurrentConnection();
+    // Releases alone wait for the statement in flight: a decision may come meanwhile to carry them.
+    if (sending >= (collecting !== undefined && collecting.decisions.length === 0 ? 1 : depth)) return;
     scheduled = true;
     setImmediate(flush);
   }

@@ -206,6 +206,42 @@ t.test('two statements in flight at most: what is asked for meanwhile goes as th
   t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.1'), 2, 'the released lease is free, the two taken after it held');
 });
 
+t.test('releases alone wait for the statement in flight: a decision asked for meanwhile carries them', async (t) => {
+  const api = await testApp(t, { rateLimit: true });
+  const { sql, statements } = counting(api.database.sql);
+  const limiter = databaseLimiter(sql, 30);
+  const leases = [(await limiter.decide(anonymous('192.0.2.1'))).lease!, (await limiter.decide(anonymous('192.0.2.1'))).lease!];
+  t.equal(statements(), 2);
+
+  let row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
+  const first = limiter.decide(anonymous('192.0.2.1'));
+  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
+  const released = limiter.release('ip:192.0.2.1', leases[0]!);
+  await nextTurn();
+  await nextTurn();
+  t.equal(statements(), 3, 'the release is not sent alone while a statement is in flight');
+  const second = limiter.decide(anonymous('192.0.2.2'));
+  await nextTurn();
+  t.equal(statements(), 4, 'a decision goes out as the second statement in flight, the release with it');
+  await row.unlock();
+  t.same([(await first).outcome, (await second).outcome], ['ok', 'ok']);
+  await released;
+  t.equal(statements(), 4, 'no statement more for the release');
+  t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.1'), 2, 'the released lease is free; the other and the new one held');
+
+  row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
+  const third = limiter.decide(anonymous('192.0.2.1'));
+  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
+  const alone = limiter.release('ip:192.0.2.1', leases[1]!);
+  await nextTurn();
+  await nextTurn();
+  t.equal(statements(), 5, 'no decision comes: the release still waits');
+  await row.unlock();
+  await Promise.all([third, alone]);
+  t.equal(statements(), 6, 'it goes alone once the statement in flight has answered');
+  t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.1'), 2, 'the second lease is free too; the two taken since are held');
+});
+
 t.test('a decision whose caller stopped waiting is never sent: nothing charged, no lease', async (t) => {
   const api = await testApp(t, { rateLimit: true });
   const limiter = databaseLimiter(api.database.sql, 30);
