@@ -212,32 +212,32 @@ t.test('releases alone wait for the statement in flight: a decision asked for me
   const limiter = databaseLimiter(sql, 30);
   const leases = [(await limiter.decide(anonymous('192.0.2.1'))).lease!, (await limiter.decide(anonymous('192.0.2.1'))).lease!];
   t.equal(statements(), 2);
+  /** A decision of the client held in flight on its locked row, and the release of `lease` asked for behind it. */
+  const releaseBehindDecision = async (lease: NonNullable<Decision['lease']>) => {
+    const row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
+    const decided = limiter.decide(anonymous('192.0.2.1'));
+    await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
+    const released = limiter.release('ip:192.0.2.1', lease);
+    await nextTurn();
+    await nextTurn();
+    return { row, decided, released };
+  };
 
-  let row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
-  const first = limiter.decide(anonymous('192.0.2.1'));
-  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
-  const released = limiter.release('ip:192.0.2.1', leases[0]!);
-  await nextTurn();
-  await nextTurn();
+  const first = await releaseBehindDecision(leases[0]!);
   t.equal(statements(), 3, 'the release is not sent alone while a statement is in flight');
   const second = limiter.decide(anonymous('192.0.2.2'));
   await nextTurn();
   t.equal(statements(), 4, 'a decision goes out as the second statement in flight, the release with it');
-  await row.unlock();
-  t.same([(await first).outcome, (await second).outcome], ['ok', 'ok']);
-  await released;
+  await first.row.unlock();
+  t.same([(await first.decided).outcome, (await second).outcome], ['ok', 'ok']);
+  await first.released;
   t.equal(statements(), 4, 'no statement more for the release');
   t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.1'), 2, 'the released lease is free; the other and the new one held');
 
-  row = await lockRow(t, api.database.url, 'ip:192.0.2.1');
-  const third = limiter.decide(anonymous('192.0.2.1'));
-  await lockWaiters(api.database.sql, api.database.name, 1, 5_000);
-  const alone = limiter.release('ip:192.0.2.1', leases[1]!);
-  await nextTurn();
-  await nextTurn();
+  const third = await releaseBehindDecision(leases[1]!);
   t.equal(statements(), 5, 'no decision comes: the release still waits');
-  await row.unlock();
-  await Promise.all([third, alone]);
+  await third.row.unlock();
+  await Promise.all([third.decided, third.released]);
   t.equal(statements(), 6, 'it goes alone once the statement in flight has answered');
   t.equal(await liveLeases(api.database.sql, 'ip:192.0.2.1'), 2, 'the second lease is free too; the two taken since are held');
 });
