@@ -1,9 +1,13 @@
 // Leases of requests that ended while the database was away are released once it is back, not after
-// their TTL: a client at its concurrency cap is served again at once.
+// their TTL: a client at its concurrency cap is served again at once. A release waiting behind a frozen
+// statement goes on the connection that replaces it.
 import t from 'tap';
-import { lockWaiters } from '../helpers/db.ts';
+import { openDatabase } from '../../db/client.ts';
+import { databaseLimiter } from '../../lib/ratelimit/limiter.ts';
+import { lockWaiters, testDatabase } from '../helpers/db.ts';
 import { liveLeases } from '../helpers/limiter.ts';
 import { proxiedService, sample, untilServed } from '../helpers/proxied.ts';
+import { startProxy } from '../helpers/tcp-proxy.ts';
 import { sleep } from '../helpers/wait.ts';
 
 t.test('a client at its cap when the database went away is served right after it is back', async (t) => {
@@ -47,4 +51,28 @@ t.test('a client at its cap when the database went away is served right after it
   );
   t.ok(ms <= 2_000, `served again within 2 s of the database being back (${ms} ms), not after the 30 s lease TTL`);
   t.equal(await liveLeases(database.sql), 0, 'no lease left');
+});
+
+t.test('a release waiting behind a statement whose connection froze goes on the connection that replaces it', async (t) => {
+  const database = await testDatabase(t);
+  const proxy = await startProxy(t, database.url);
+  // The limiter's own connection through the proxy, taken for dead 1.3 s after a statement goes unanswered.
+  const proxied = openDatabase(proxy.urlOf(database.url), { max: 1, limiterTimeoutMs: 300 });
+  t.teardown(() => proxied.close());
+  const limiter = databaseLimiter(proxied.limiter, 30, 10_000);
+  const anonymous = (address: string) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset: 0 });
+  const lease = (await limiter.decide(anonymous('192.0.2.1'))).lease!;
+  t.equal(await liveLeases(database.sql, 'ip:192.0.2.1'), 1);
+
+  proxy.freeze();
+  const frozen = limiter.decide(anonymous('192.0.2.2'));
+  frozen.catch(() => {});
+  await sleep(50);
+  // The release waits for the statement in flight, which never answers.
+  const asked = performance.now();
+  await limiter.release('ip:192.0.2.1', lease);
+  const ms = Math.round(performance.now() - asked);
+  await t.rejects(frozen, /no answer in/, 'the frozen decision is given up on');
+  t.ok(ms < 5_000, `the release was made on the new connection, ${ms} ms after it was asked for`);
+  t.equal(await liveLeases(database.sql, 'ip:192.0.2.1'), 0, 'the lease is free');
 });
