@@ -6,6 +6,7 @@ import { chmod, chown, cp, lstat, mkdir, mkdtemp, readFile, rename, rm, symlink,
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 
@@ -428,7 +429,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
 }
 
 /** Where `npm start` keeps the embedded cluster: a git-ignored folder of the project. */
-export const defaultDataDir = new URL('../.data/postgres', import.meta.url).pathname;
+export const defaultDataDir = fileURLToPath(new URL('../.data/postgres', import.meta.url));
 
 /** DATABASE_URL when given (nothing is started); otherwise the embedded default. */
 export async function resolveDatabaseUrl(databaseUrl: string | undefined, log: (line: string) => void): Promise<EmbeddedServer> {

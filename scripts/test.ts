@@ -2,19 +2,20 @@
 // embedded PostgreSQL when none is set), and ends with one plain summary line ("N passed, N failed").
 
 import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
 import { type EmbeddedServer, startEmbedded } from '../db/embedded.ts';
 
 // The Debian packages the tests drive (Chromium, PgBouncer, HAProxy, …): installed when missing, as root;
 // otherwise what to install is named and nothing runs, rather than tests failing one by one.
-const packages = spawnSync('bash', [new URL('./test-packages.sh', import.meta.url).pathname], { stdio: 'inherit' });
+const packages = spawnSync('bash', [fileURLToPath(new URL('./test-packages.sh', import.meta.url))], { stdio: 'inherit' });
 if (packages.status !== 0) process.exit(packages.status ?? 1);
 
 let embedded: EmbeddedServer | undefined;
 if (!process.env.DATABASE_URL) {
   try {
     embedded = await startEmbedded({
-      dataDir: new URL('../.data/test-postgres', import.meta.url).pathname,
+      dataDir: fileURLToPath(new URL('../.data/test-postgres', import.meta.url)),
       log: (line) => console.log(`DATABASE_URL is not set: testing against an ${line}`),
     });
   } catch (error) {
@@ -27,7 +28,7 @@ const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? embedded
 // tap lets the test files that run finish when it is signalled, which can take minutes. It gets a
 // process group of its own, so that a stop signal reaches it, its test processes and the servers they
 // started all at once; whatever is left after 5 s is killed.
-const tap = spawn(new URL('../node_modules/.bin/tap', import.meta.url).pathname, process.argv.slice(2), {
+const tap = spawn(fileURLToPath(new URL('../node_modules/.bin/tap', import.meta.url)), process.argv.slice(2), {
   stdio: ['ignore', 'pipe', 'inherit'],
   env,
   detached: true,

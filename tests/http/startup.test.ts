@@ -5,6 +5,7 @@ import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import t from 'tap';
 import { EmbeddedError, startEmbedded } from '../../db/embedded.ts';
@@ -14,7 +15,7 @@ import { serverUrl, testDatabase, urlFor } from '../helpers/db.ts';
 import { freePort, stopProcess } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 
-const root = new URL('../..', import.meta.url).pathname;
+const root = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Sends bytes that fetch would refuse to send (a bad Host header) and returns the raw response. */
 function rawRequest(port: number, text: string): Promise<string> {
