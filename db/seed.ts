@@ -28,11 +28,29 @@ export function random(seed: number): () => number {
 
 const EPOCH_SECONDS = Date.UTC(2025, 0, 1) / 1000;
 
-/** Microseconds after 2025-01-01 as RFC 3339 text; integer arithmetic, so no precision is lost. */
+const SECONDS_PER_DAY = 86_400;
+
+/** `YYYY-MM-DD` of each day after 2025-01-01 met so far: one Date per day, not one per row. */
+const days: string[] = [];
+
+function twoDigits(n: number): string {
+  return n < 10 ? `0${n}` : String(n);
+}
+
+/**
+ * Microseconds after 2025-01-01 as RFC 3339 text; integer arithmetic, so no precision is lost. The date
+ * comes from the day's cached text and the time of day is computed: a Date per row was a third of the
+ * generator's time, which is what paces a seed's COPY (docs/benchmarks.md, "Seeding").
+ */
 function timestamp(micros: number): string {
   const seconds = Math.floor(micros / 1e6);
   const fraction = String(micros - seconds * 1e6).padStart(6, '0');
-  return `${new Date((EPOCH_SECONDS + seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;
+  const day = Math.floor(seconds / SECONDS_PER_DAY);
+  days[day] ??= new Date((EPOCH_SECONDS + day * SECONDS_PER_DAY) * 1000).toISOString().slice(0, 10);
+  const second = seconds - day * SECONDS_PER_DAY;
+  const hour = Math.floor(second / 3600);
+  const minute = Math.floor((second - hour * 3600) / 60);
+  return `${days[day]}T${twoDigits(hour)}:${twoDigits(minute)}:${twoDigits(second % 60)}.${fraction}Z`;
 }
 
 const categories = ['books', 'garden', 'kitchen', 'music', 'outdoor', 'tools', 'toys', 'games'];
@@ -98,19 +116,25 @@ export const seedTables = Object.keys(tables) as SeedTable[];
 const SPECIAL = /[\\\t\n\r]/;
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 function copyValue(value: string | number): string {
-  const text = String(value);
-  return SPECIAL.test(text) ? text.replace(/[\\\t\n\r]/g, (ch) => ESCAPES[ch]!) : text;
+  // A number's text has none of them.
+  if (typeof value === 'number') return String(value);
+  return SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (ch) => ESCAPES[ch]!) : value;
 }
 
 function copyLine(row: Row): string {
-  return `${row.map(copyValue).join('\t')}\n`;
+  let line = copyValue(row[0]!);
+  for (let i = 1; i < row.length; i++) line += `\t${copyValue(row[i]!)}`;
+  return `${line}\n`;
 }
 
 /**
  * The table's rows as COPY text, in chunks of `batch` rows; reports the rows produced so far. It yields
  * to the event loop after each chunk: the socket takes a chunk at once while the server keeps up, and
  * its completions come back as next-tick callbacks, so without a pause the whole load ran in one turn of
- * the event loop, stalling everything else in the process (a reader here waited 1.7 s).
+ * the event loop, stalling everything else in the process (a reader here waited 1.7 s). A chunk is kept
+ * small (about 57 KB for products): what the socket's send buffer does not take goes out only when the
+ * event loop is free again, so while the next chunk was being made, PostgreSQL waited for the rest of the
+ * last one (docs/benchmarks.md, "Seeding").
  */
 async function* copyChunks(rows: Generator<Row>, batch: number, onProgress: (done: number) => void): AsyncGenerator<string> {
   let done = 0;
@@ -128,6 +152,9 @@ async function* copyChunks(rows: Generator<Row>, batch: number, onProgress: (don
   onProgress(done);
 }
 
+/** Rows in a chunk of COPY text: 1,000 products are about 57 KB. */
+const COPY_BATCH_ROWS = 1_000;
+
 /**
  * Replaces the rows of one demo table with `count` generated rows; ids restart at 1.
  * The rows go into a copy of the table that is swapped in at the end (db/table-swap.ts): readers of the
@@ -139,7 +166,7 @@ export async function seedTable(sql: Sql, table: SeedTable, count: number, onPro
   const { columns, rows, seed } = tables[table];
   await replaceTable(sql, table, async (connection, copy) => {
     // Two chunks ahead at most, rather than sixteen: less to hold in memory.
-    const source = Readable.from(copyChunks(rows(count, seed), 5_000, onProgress), { highWaterMark: 2 });
+    const source = Readable.from(copyChunks(rows(count, seed), COPY_BATCH_ROWS, onProgress), { highWaterMark: 2 });
     const stream = await connection.unsafe(`copy ${copy} (${columns.join(', ')}) from stdin with (freeze)`).writable();
     await pipeline(source, stream);
   });
