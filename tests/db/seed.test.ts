@@ -26,10 +26,11 @@ const GENERATED: Record<SeedTable, string> = {
   events: 'cbe14f824f1ef49bbddc6de26b1399f5',
 };
 
-/** tableHash with timestamps printed in UTC, whatever the server's TimeZone. */
+/** tableHash with timestamps printed in ISO style and UTC, whatever the server's DateStyle and TimeZone. */
 function utcTableHash(sql: Sql, table: SeedTable): Promise<string> {
   return sql.begin(async (tx) => {
     await tx`set local timezone = 'UTC'`;
+    await tx`set local datestyle = 'ISO, MDY'`;
     return tableHash(tx, table);
   });
 }
