@@ -9,9 +9,12 @@ import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 import { setTier } from '../helpers/limiter.ts';
 import { listening } from '../helpers/listening.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const markdown = readFileSync(path.join(root, 'docs', 'recipes.md'), 'utf8');
+/** The header of the request the test holds in flight while a recipe starts. */
+const HELD = 'x-test-held';
 
 interface Recipe {
   readonly line: number;
@@ -55,13 +58,18 @@ t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 
     ['sh', 'sh', 'ts', 'ts', 'ts', 'ts'],
     'curl, HTTPie, ky, got, octokit and the client',
   );
-  const api = await testApp(t, { seed: { products: 200 }, rateLimit: true });
-  // Every answer's status, to see each recipe meet 429s.
+  // A statement timeout well past a recipe's start-up, for the request held in flight below.
+  const api = await testApp(t, { seed: { products: 200 }, rateLimit: true, statementTimeoutMs: 60_000 });
+  // Every answer's status but the held request's, to see each recipe meet 429s.
   let statuses: number[] = [];
+  let letGo: (() => Promise<void>) | undefined;
   const base = await listening(t, {
     async fetch(request) {
       const response = await api.app.fetch(request);
+      if (request.headers.has(HELD)) return response;
       statuses.push(response.status);
+      // The recipe's first answer is out (a 429): the held request may finish.
+      await letGo?.();
       return response;
     },
   });
@@ -69,8 +77,32 @@ t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 
   const [row] = await sql`select count(*)::int as n from products where category in ('books', 'toys')`;
   const expected = row!.n as number;
   t.ok(expected > 20, `${expected} products: several chunks of ten`);
-  // A few units a second: every recipe meets 429s (it needs about six chunks) and goes on only if it waits.
-  await setTier(sql, 'anonymous', { allowance: 3, windowSeconds: 1, concurrency: 5 });
+  // A few units a second, one request at a time: a recipe fast enough meets 429s of the rate (it needs
+  // about six chunks), and every recipe meets at least one of the cap (below), and goes on only if it waits.
+  await setTier(sql, 'anonymous', { allowance: 3, windowSeconds: 1, concurrency: 1 });
+
+  /**
+   * One request of the same client held in flight until the recipe's first answer: that answer is a 429
+   * (the cap, Retry-After 1) however slowly the recipe's client starts. A rate of a few units a second did
+   * not do it alone: HTTPie takes over a second a request on a busy 2-core machine, and met none. The
+   * request is held by a lock on products, which its query waits for with its lease taken.
+   */
+  async function holdOne(): Promise<void> {
+    const lock = await sql.reserve();
+    await lock`begin`;
+    await lock`lock table products in access exclusive mode`;
+    const held = fetch(`${base}/v1/products?limit=1&count=none`, { headers: { [HELD]: '1' } }).then((response) => response.arrayBuffer());
+    await waitFor('the held request to wait for the lock', async () => {
+      const [waiting] = await sql`select count(*)::int as n from pg_locks where relation = 'products'::regclass and not granted`;
+      return waiting!.n as number;
+    });
+    letGo = async () => {
+      letGo = undefined;
+      await lock`commit`;
+      lock.release();
+      await held;
+    };
+  }
 
   // TypeScript recipes run inside the repository, so that they import its packages and the client by name.
   mkdirSync(path.join(root, '.data'), { recursive: true });
@@ -82,11 +114,13 @@ t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 
     const cwd = mkdtempSync(path.join(folder, `${at}-`));
     const file = path.join(cwd, recipe.language === 'sh' ? 'recipe.sh' : 'recipe.ts');
     writeFileSync(file, code);
-    const started = Date.now();
     statuses = [];
+    await holdOne();
+    const started = Date.now();
     const result =
       recipe.language === 'sh' ? await run('/bin/sh', ['-e', file], cwd) : await run(process.execPath, ['--import', 'tsx', file], cwd);
-    t.comment(`${where}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    await letGo?.();
+    t.comment(`${where}: ${((Date.now() - started) / 1000).toFixed(1)} s ${JSON.stringify(statuses)}`);
     const detail = { stdout: result.stdout.slice(-1500), stderr: result.stderr.slice(-1500) };
     t.equal(result.code, 0, `${where} exits 0`, detail);
     t.equal(result.stdout.trim().split('\n').at(-1), `${expected} products`, `${where} walks every product of the query once`, detail);
