@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setImmediate } from 'node:timers/promises';
 import type { Sql } from 'postgres';
+import { formatEpoch } from '../lib/pagination/timestamps.ts';
 import { replaceTable } from './table-swap.ts';
 
 export interface SeedSizes {
@@ -28,29 +29,15 @@ export function random(seed: number): () => number {
 
 const EPOCH_SECONDS = Date.UTC(2025, 0, 1) / 1000;
 
-const SECONDS_PER_DAY = 86_400;
-
-/** `YYYY-MM-DD` of each day after 2025-01-01 met so far: one Date per day, not one per row. */
-const days: string[] = [];
-
-function twoDigits(n: number): string {
-  return n < 10 ? `0${n}` : String(n);
-}
-
 /**
- * Microseconds after 2025-01-01 as RFC 3339 text; integer arithmetic, so no precision is lost. The date
- * comes from the day's cached text and the time of day is computed: a Date per row was a third of the
+ * Microseconds after 2025-01-01 as RFC 3339 text; integer arithmetic, so no precision is lost. Printed as
+ * the service prints its timestamps (lib/pagination/timestamps.ts): a Date per row was a third of the
  * generator's time, which is what paces a seed's COPY (docs/benchmarks.md, "Seeding").
  */
 function timestamp(micros: number): string {
   const seconds = Math.floor(micros / 1e6);
   const fraction = String(micros - seconds * 1e6).padStart(6, '0');
-  const day = Math.floor(seconds / SECONDS_PER_DAY);
-  days[day] ??= new Date((EPOCH_SECONDS + day * SECONDS_PER_DAY) * 1000).toISOString().slice(0, 10);
-  const second = seconds - day * SECONDS_PER_DAY;
-  const hour = Math.floor(second / 3600);
-  const minute = Math.floor((second - hour * 3600) / 60);
-  return `${days[day]}T${twoDigits(hour)}:${twoDigits(minute)}:${twoDigits(second % 60)}.${fraction}Z`;
+  return formatEpoch(`${EPOCH_SECONDS + seconds}.${fraction}`)!;
 }
 
 const categories = ['books', 'garden', 'kitchen', 'music', 'outdoor', 'tools', 'toys', 'games'];
