@@ -49,6 +49,12 @@ export const limiterServers: ServerVariant[] = [
   { name: 'limiter off', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'off', ADMIN_TOKEN }, readyPath: '/readyz' },
   { name: 'ours, no cap', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'rate-only', ADMIN_TOKEN }, readyPath: '/readyz' },
   { name: 'peer (rlf Postgres)', entry: 'bench/limiter-server.ts', env: { BENCH_LIMITER: 'peer', ADMIN_TOKEN }, readyPath: '/readyz' },
+  {
+    name: 'two bare round trips',
+    entry: 'bench/limiter-server.ts',
+    env: { BENCH_LIMITER: 'round-trips', ADMIN_TOKEN },
+    readyPath: '/readyz',
+  },
 ];
 
 /**
@@ -68,6 +74,9 @@ function limiterRows(clients?: number): Scenario[] {
   };
   return [
     { name: `${prefix}, limiter off`, server: 'limiter off', path: CHUNK },
+    // The round trips of a decision and a release with nothing decided: the most any limiter with a cap
+    // that decides in PostgreSQL could make of these rows.
+    { name: `${prefix}, two bare round trips`, server: 'two bare round trips', path: CHUNK },
     { name: `${prefix}, ours, one hot key`, server: 'service', path: CHUNK, headers: hotKey, setup: keys },
     { name: `${prefix}, ours, ${MANY} keys`, server: 'service', setup: many },
     // Our rate limit without the concurrency cap, like the peer: a decision and no lease release.

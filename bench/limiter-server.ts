@@ -1,6 +1,8 @@
 // Bench-only entry: the service with our rate limiter off (BENCH_LIMITER=off), with our rate limit but no
-// concurrency cap (BENCH_LIMITER=rate-only: a decision and no lease release, like the peer), or with the peer
-// in its place (BENCH_LIMITER=peer): rate-limiter-flexible's Postgres store in front of the same routes.
+// concurrency cap (BENCH_LIMITER=rate-only: a decision and no lease release, like the peer), with the peer
+// in its place (BENCH_LIMITER=peer): rate-limiter-flexible's Postgres store in front of the same routes, or
+// with only the round trips of a limiter with a cap (BENCH_LIMITER=round-trips): a `select 1` on the
+// limiter's connection before the request and another after it, nothing decided.
 import { serve } from '@hono/node-server';
 import type { MiddlewareHandler } from 'hono';
 import pg from 'pg';
@@ -16,8 +18,8 @@ import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 const { Pool } = pg;
 
 const mode = process.env.BENCH_LIMITER;
-if (mode !== 'off' && mode !== 'rate-only' && mode !== 'peer') {
-  throw new Error(`Invalid BENCH_LIMITER: expected off, rate-only or peer, got "${mode}"`);
+if (mode !== 'off' && mode !== 'rate-only' && mode !== 'peer' && mode !== 'round-trips') {
+  throw new Error(`Invalid BENCH_LIMITER: expected off, rate-only, peer or round-trips, got "${mode}"`);
 }
 const config = parseConfig(process.env);
 if (!config.databaseUrl) throw new Error('The bench gives every server a DATABASE_URL');
@@ -60,6 +62,19 @@ async function peerLimiter(): Promise<MiddlewareHandler> {
   };
 }
 
-const entry = mode === 'peer' ? new (await import('hono')).Hono().use('/v1/*', await peerLimiter()).route('/', app) : app;
+/**
+ * What no limiter that decides in PostgreSQL and holds a lease can spare a request: a round trip on its own
+ * connection before the request (the decision) and one after it, before the answer leaves (the release).
+ * `select 1` does no work, so this row is the floor of the limiter's rows (docs/benchmarks.md, "The rate
+ * limiter's rows"). postgres.js pipelines the statements of requests that meet on the connection, as ours does.
+ */
+const roundTrips: MiddlewareHandler = async (_c, next) => {
+  await database.limiter.sql`select 1`;
+  await next();
+  await database.limiter.sql`select 1`;
+};
+
+const middleware = mode === 'peer' ? await peerLimiter() : mode === 'round-trips' ? roundTrips : undefined;
+const entry = middleware === undefined ? app : new (await import('hono')).Hono().use('/v1/*', middleware).route('/', app);
 const server = serve({ fetch: entry.fetch, port: config.port }, (info) => console.log(`Listening on ${info.port} (limiter ${mode})`));
 process.on('SIGTERM', () => server.close(() => void database.close().then(() => process.exit(0))));

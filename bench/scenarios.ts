@@ -210,6 +210,22 @@ export const comparisons: Comparison[] = [
       target: { measure: 'req/s' as const, atLeast: 0.8 },
     })),
   ),
+  // Measured, held to no target: the limiter against its round trips alone, then against no limiter.
+  ...['limiter: chunk', 'limiter, 64 clients: chunk'].flatMap((prefix) => {
+    const clients = prefix.startsWith('limiter,') ? '64' : '10';
+    return [
+      {
+        label: `two bare round trips / limiter off, ${clients} clients`,
+        of: `${prefix}, two bare round trips`,
+        to: `${prefix}, limiter off`,
+      },
+      {
+        label: `limiter on / two bare round trips, ${clients} clients, one hot key`,
+        of: `${prefix}, ours, one hot key`,
+        to: `${prefix}, two bare round trips`,
+      },
+    ];
+  }),
   // Measured, held to no target: what the pooled mode and the other runtimes cost or gain.
   ...[', prepare off', ' on Deno', ' on Bun'].map((variant) => ({
     label: `service${variant} / service, sort=priceCents, 32 clients`,
