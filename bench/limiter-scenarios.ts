@@ -74,8 +74,7 @@ function limiterRows(clients?: number): Scenario[] {
   };
   return [
     { name: `${prefix}, limiter off`, server: 'limiter off', path: CHUNK },
-    // The round trips of a decision and a release with nothing decided: the most any limiter with a cap
-    // that decides in PostgreSQL could make of these rows.
+    // The round trips of a decision and a release, one each per request, with nothing decided.
     { name: `${prefix}, two bare round trips`, server: 'two bare round trips', path: CHUNK },
     { name: `${prefix}, ours, one hot key`, server: 'service', path: CHUNK, headers: hotKey, setup: keys },
     { name: `${prefix}, ours, ${MANY} keys`, server: 'service', setup: many },

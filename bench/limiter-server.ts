@@ -63,15 +63,19 @@ async function peerLimiter(): Promise<MiddlewareHandler> {
 }
 
 /**
- * What no limiter that decides in PostgreSQL and holds a lease can spare a request: a round trip on its own
- * connection before the request (the decision) and one after it, before the answer leaves (the release).
- * `select 1` does no work, so this row is the floor of the limiter's rows (docs/benchmarks.md, "The rate
- * limiter's rows"). postgres.js pipelines the statements of requests that meet on the connection, as ours does.
+ * The two waits of a limiter with a concurrency cap that decides in PostgreSQL, with nothing in them: a
+ * round trip on the limiter's own connection before the request (the decision) and one after it, before the
+ * answer leaves (the release). Each request sends its own `select 1`s; postgres.js pipelines those that
+ * meet on the connection. A limiter that shares one statement among many requests can cost less under load
+ * (docs/benchmarks.md, "The rate limiter's rows").
  */
 const roundTrips: MiddlewareHandler = async (_c, next) => {
   await database.limiter.sql`select 1`;
-  await next();
-  await database.limiter.sql`select 1`;
+  try {
+    await next();
+  } finally {
+    await database.limiter.sql`select 1`;
+  }
 };
 
 const middleware = mode === 'peer' ? await peerLimiter() : mode === 'round-trips' ? roundTrips : undefined;
