@@ -133,7 +133,9 @@ export const apiKeys = pgTable(
  * writes it back with one UPDATE per batch of decisions, so a busy subject costs one row, updated in
  * place, and never a new row or index entry per request or per second. Hot rows: only the primary key
  * is indexed, and the table has fillfactor 50 (set in the custom migration, 0001_functions.sql), so
- * every update is a HOT update on the same page.
+ * every update is a HOT update on the same page; rows stay uncompressed up to 4,000 bytes
+ * (toast_tuple_target, 0005_rate_windows_toast_target.sql), so a subject with many lease slots is not
+ * compressed again at every update.
  *
  * The window: `expires[i]` (Unix seconds, database clock) is when the `units[i]` units served in the
  * i-th bucket that still counts stop counting; expiries ascend, `used` is the sum of `units`, and

@@ -1,0 +1,53 @@
+// How a busy subject's rate_windows row is stored (db/migrations/0005_rate_windows_toast_target.sql): a row
+// past PostgreSQL's default of 2,032 bytes and under 4,000 is written back uncompressed at every statement,
+// not compressed again each time; a row past 4,000 is compressed, so that two versions still fit in a page.
+import t from 'tap';
+import { testDatabase } from '../helpers/db.ts';
+import { setTier } from '../helpers/limiter.ts';
+
+const SUBJECT = 'ip:203.0.113.9';
+
+t.test('a subject with many lease slots keeps its row uncompressed up to 4,000 bytes', async (t) => {
+  const database = await testDatabase(t);
+  const sql = database.sql;
+  await setTier(sql, 'anonymous', { allowance: 1_000_000, windowSeconds: 60, concurrency: 1_000 });
+
+  /** `count` decisions for SUBJECT in one statement, each taking a lease of an hour. */
+  const decide = (count: number) => sql`
+    select count(*)::int as n from rate_decide(array_fill(null::text, array[${count}::int]),
+      array_fill(${SUBJECT}::text, array[${count}::int]), array_fill('anonymous'::text, array[${count}::int]),
+      array_fill(1, array[${count}::int]), array_fill(0::float8, array[${count}::int]), 3600,
+      '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])
+    where outcome = 'ok'`;
+  const stored = async () => {
+    const [row] = await sql`
+      select cardinality(lease_tokens) as slots, pg_column_size(w.*) as row_bytes,
+             pg_column_size(lease_tokens) as tokens_bytes, pg_column_size(lease_expires) as expires_bytes
+        from rate_windows w where subject = ${SUBJECT}`;
+    return row as { slots: number; row_bytes: number; tokens_bytes: number; expires_bytes: number };
+  };
+  // An array of n 8-byte elements, stored as it is: a 24-byte header (no nulls, one dimension) and the elements.
+  const plain = (n: number) => 24 + 8 * n;
+
+  const [first] = await decide(200);
+  t.equal(first!.n, 200, '200 leases taken in one statement');
+  let row = await stored();
+  t.equal(row.slots, 200, 'the subject has 200 slots');
+  t.ok(row.row_bytes > 2032 && row.row_bytes < 4000, `its row (${row.row_bytes} bytes) is past the default threshold, under 4,000`);
+  t.equal(row.tokens_bytes, plain(200), 'lease_tokens is stored uncompressed');
+  t.equal(row.expires_bytes, plain(200), 'lease_expires is stored uncompressed');
+
+  // Written back again by a later statement (an UPDATE of the existing row): still as it is.
+  const [again] = await decide(1);
+  t.equal(again!.n, 1, 'one more lease taken');
+  row = await stored();
+  t.equal(row.slots, 201, 'the subject has 201 slots');
+  t.equal(row.tokens_bytes, plain(201), 'lease_tokens is still uncompressed after the rewrite');
+
+  // Past 4,000 bytes the row is compressed again, so that two versions of it fit in one 8 KB page.
+  await decide(150);
+  row = await stored();
+  t.equal(row.slots, 351, 'the subject has 351 slots');
+  t.ok(row.row_bytes <= 4000, `a row that would be ${plain(351) * 2} bytes of lease arrays alone is stored in ${row.row_bytes}`);
+  t.ok(row.tokens_bytes < plain(351), `lease_tokens is compressed past 4,000 bytes (${row.tokens_bytes} bytes)`);
+});
