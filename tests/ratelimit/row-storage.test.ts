@@ -1,9 +1,11 @@
 // How a busy subject's rate_windows row is stored (db/migrations/0005_rate_windows_toast_target.sql): a row
 // past PostgreSQL's default of 2,032 bytes and under 4,000 is written back uncompressed at every statement,
-// not compressed again each time; a row past 4,000 is compressed, so that two versions still fit in a page.
+// not compressed again each time; a row past 4,000 is compressed, so that two versions still fit in a page
+// and every rewrite stays a HOT update.
 import t from 'tap';
 import { testDatabase } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const SUBJECT = 'ip:203.0.113.9';
 
@@ -50,4 +52,25 @@ t.test('a subject with many lease slots keeps its row uncompressed up to 4,000 b
   t.equal(row.slots, 351, 'the subject has 351 slots');
   t.ok(row.row_bytes <= 4000, `a row that would be ${plain(351) * 2} bytes of lease arrays alone is stored in ${row.row_bytes}`);
   t.ok(row.tokens_bytes < plain(351), `lease_tokens is compressed past 4,000 bytes (${row.tokens_bytes} bytes)`);
+
+  // Why 4,000 and not more: uncompressed, this row would leave no room in its page for its next version, and
+  // no rewrite of it would be HOT. Each of these rewrites is. Counted on one connection, whose statistics are
+  // flushed on request (pg_stat_force_next_flush, when it goes idle).
+  const one = await sql.reserve();
+  t.teardown(() => one.release());
+  const updates = async () => {
+    await one`select pg_stat_force_next_flush()`;
+    const [counts] =
+      await one`select n_tup_upd::int as all, n_tup_hot_upd::int as hot from pg_stat_user_tables where relname = 'rate_windows'`;
+    return counts as { all: number; hot: number };
+  };
+  const before = await updates();
+  for (let i = 0; i < 5; i++)
+    await one`select count(*) from rate_decide('{NULL}'::text[], ${`{"${SUBJECT}"}`}::text[], '{anonymous}'::text[], '{1}'::int[], '{0}'::float8[], 0, '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])`;
+  const after = await waitFor('the five rewrites to be counted', updates, {
+    until: (counts) => counts.all >= before.all + 5,
+    timeoutMs: 5_000,
+  });
+  t.equal(after.all - before.all, 5, 'five rewrites of the row');
+  t.equal(after.hot - before.hot, 5, 'every one of them a HOT update');
 });
