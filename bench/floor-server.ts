@@ -3,6 +3,8 @@
 // no framework and no query builder. Per request: one prepared counter upsert (asynchronous commit) and one
 // prepared keyset select of the same 21 rows the service reads, answered with the same JSON, links and
 // rate-limit headers. The service at or above this floor does its work as cheaply as this stack allows.
+// It also answers that chunk from a price on (`&priceCents[gte]=N`, N a whole number): the bench's rows
+// where every request asks for another chunk, so that no two requests can share a read.
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import postgres from 'postgres';
@@ -77,8 +79,9 @@ function rfc3339(text: string): string {
 }
 
 /** The service's cursor for the position after `last`: the same payload, encoding and HMAC. */
-function nextCursor(priceCents: number, id: number): string {
-  const body = Buffer.from(JSON.stringify({ v: 'cursor', c: 'products', s: 'priceCents,id', f: [], k: [priceCents, id] })).toString(
+function nextCursor(priceCents: number, id: number, from: number | undefined): string {
+  const filters = from === undefined ? [] : [['priceCents[gte]', String(from)]];
+  const body = Buffer.from(JSON.stringify({ v: 'cursor', c: 'products', s: 'priceCents,id', f: filters, k: [priceCents, id] })).toString(
     'base64url',
   );
   const signature = createHmac('sha256', cursorSecret).update(`v1.${body}`).digest('base64url');
@@ -93,7 +96,11 @@ interface ProductRow {
   created_at: string;
 }
 
-async function chunk(subject: string, origin: string): Promise<{ body: string; headers: Record<string, string> }> {
+async function chunk(
+  subject: string,
+  origin: string,
+  from: number | undefined,
+): Promise<{ body: string; headers: Record<string, string> }> {
   const [counter] = await run(
     (sql) => sql<{ used: number; now: number }[]>`
       insert into bench_floor_counters (subject, used) values (${subject}, 1)
@@ -102,8 +109,12 @@ async function chunk(subject: string, origin: string): Promise<{ body: string; h
   );
   // The LIMIT is written out (a page and one row to tell whether there is a next), so PostgreSQL plans the
   // prepared statement once per connection rather than on every call.
-  const rows = await run(
-    (sql) => sql<ProductRow[]>`select id, name, category, price_cents, created_at from products order by price_cents, id limit 21`,
+  const rows = await run((sql) =>
+    from === undefined
+      ? sql<ProductRow[]>`select id, name, category, price_cents, created_at from products order by price_cents, id limit 21`
+      : sql<
+          ProductRow[]
+        >`select id, name, category, price_cents, created_at from products where price_cents >= ${from} order by price_cents, id limit 21`,
   );
   const items = rows.slice(0, PAGE_SIZE).map((row) => ({
     id: row.id,
@@ -112,11 +123,11 @@ async function chunk(subject: string, origin: string): Promise<{ body: string; h
     priceCents: row.price_cents,
     createdAt: rfc3339(row.created_at),
   }));
-  const self = `${origin}/v1/products?page-size=${PAGE_SIZE}&sort=priceCents`;
+  const self = `${origin}/v1/products?page-size=${PAGE_SIZE}&sort=priceCents${from === undefined ? '' : `&priceCents%5Bgte%5D=${from}`}`;
   const last = items.at(-1);
   const next =
     rows.length > PAGE_SIZE && last
-      ? `${origin}/v1/products?page-size=${PAGE_SIZE}&cursor=${nextCursor(last.priceCents, last.id)}`
+      ? `${origin}/v1/products?page-size=${PAGE_SIZE}&cursor=${nextCursor(last.priceCents, last.id, from)}`
       : undefined;
   const links: Record<string, { href: string }> = { self: { href: self } };
   if (next) links.next = { href: next };
@@ -144,10 +155,18 @@ const server = createServer((request, response) => {
   const url = request.url ?? '/';
   if (url === '/readyz') return void reply(200, 'ready');
   const query = url.startsWith('/v1/products?') ? new URLSearchParams(url.slice(13)) : undefined;
-  if (request.method !== 'GET' || query?.get('page-size') !== String(PAGE_SIZE) || query.get('sort') !== 'priceCents' || query.size !== 2) {
-    return void reply(404, `The floor answers only GET /v1/products?page-size=${PAGE_SIZE}&sort=priceCents`);
+  const from = query?.get('priceCents[gte]') ?? null;
+  if (
+    request.method !== 'GET' ||
+    query?.get('page-size') !== String(PAGE_SIZE) ||
+    query.get('sort') !== 'priceCents' ||
+    query.size !== (from === null ? 2 : 3) ||
+    (from !== null && !/^(0|[1-9][0-9]{0,8})$/.test(from))
+  ) {
+    return void reply(404, `The floor answers only GET /v1/products?page-size=${PAGE_SIZE}&sort=priceCents[&priceCents[gte]=N]`);
   }
-  chunk(request.socket.remoteAddress ?? 'unknown', `http://${request.headers.host ?? `127.0.0.1:${port}`}`).then(
+  const origin = `http://${request.headers.host ?? `127.0.0.1:${port}`}`;
+  chunk(request.socket.remoteAddress ?? 'unknown', origin, from === null ? undefined : Number(from)).then(
     ({ body, headers }) => reply(200, body, headers),
     (error: Error) => reply(503, `Database: ${error.message}`),
   );

@@ -117,7 +117,10 @@ function fetchHeaders(headers: IncomingHttpHeaders | undefined): Headers {
 
 /** Sends one request as the scenario would and fails when the status is not the expected one. */
 async function probe(origin: string, load: Load, expected: number): Promise<void> {
-  const first = load.requests?.[0];
+  // The first request as autocannon would send it: rewritten by its setupRequest, if it has one.
+  const listed = load.requests?.[0];
+  const setup = listed?.setupRequest;
+  const first = listed && typeof setup === 'function' ? (setup({ ...listed }, {}) ?? listed) : listed;
   const path = first?.path ?? load.path ?? '/';
   const response = await fetch(`${origin}${path}`, { headers: fetchHeaders(first?.headers ?? load.headers) });
   const body = await response.text();

@@ -52,6 +52,18 @@ export interface Comparison {
 const PRICE_CHUNK = '/v1/products?page-size=20&sort=priceCents';
 const HUNDRED_ITEMS = '/v1/products?limit=100&count=none';
 
+/** The rate-limited chunk from another price at every request, in turn (prices are 100 to 99,999 cents). */
+function everyPrice(): autocannon.Request[] {
+  let next = randomBytes(2).readUInt16BE();
+  return [
+    {
+      method: 'GET',
+      path: PRICE_CHUNK,
+      setupRequest: (request) => ({ ...request, path: `${PRICE_CHUNK}&priceCents[gte]=${100 + (next++ % 99_900)}` }),
+    },
+  ];
+}
+
 /** The path and query of an absolute href from a chunk's links. */
 function pathOf(href: string): string {
   const url = new URL(href);
@@ -168,6 +180,10 @@ export const scenarios: Scenario[] = [
   // request with the least work this stack allows: one prepared counter upsert, one prepared keyset select.
   { name: 'sort=priceCents, 32 clients: service', server: 'service', path: PRICE_CHUNK, connections: 32 },
   { name: 'sort=priceCents, 32 clients: floor', server: 'floor', path: PRICE_CHUNK, connections: 32 },
+  // The same two with another chunk at every request, so that no read can be shared (lib/pagination/shapes.ts,
+  // runShape): what the service costs when every client asks for its own rows.
+  { name: 'sort=priceCents, 32 clients, another chunk each: service', server: 'service', requests: everyPrice(), connections: 32 },
+  { name: 'sort=priceCents, 32 clients, another chunk each: floor', server: 'floor', requests: everyPrice(), connections: 32 },
   // The cost of the request log and of the metrics: the same chunk without them (docs/benchmarks.md, "Logs and metrics").
   {
     name: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent',
@@ -201,6 +217,11 @@ export const comparisons: Comparison[] = [
     of: 'sort=priceCents, 32 clients: service',
     to: 'sort=priceCents, 32 clients: floor',
     target: { measure: 'req/s', atLeast: 1.0 },
+  },
+  {
+    label: 'service / floor, sort=priceCents, 32 clients, another chunk each',
+    of: 'sort=priceCents, 32 clients, another chunk each: service',
+    to: 'sort=priceCents, 32 clients, another chunk each: floor',
   },
   ...['limiter: chunk', 'limiter, 64 clients: chunk'].flatMap((prefix) =>
     ['one hot key', '1000 keys'].map((keys) => ({

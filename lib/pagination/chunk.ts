@@ -12,6 +12,18 @@ export interface Chunk {
   readonly links: Links;
 }
 
+const itemsJsonOf = new WeakMap<readonly unknown[], string>();
+
+/** The items as JSON; items that joined reads share (lib/pagination/shapes.ts, itemsOf) are written once. */
+function itemsJson(items: readonly unknown[]): string {
+  let json = itemsJsonOf.get(items);
+  if (json === undefined) {
+    json = JSON.stringify(items);
+    itemsJsonOf.set(items, json);
+  }
+  return json;
+}
+
 /**
  * A chunk as its response: the variant's fields, then the items array named after the collection, then
  * `_links`. It carries an ETag, so a client can ask again with If-None-Match and get a free 304 while nothing
@@ -22,7 +34,8 @@ export interface Chunk {
  * on the finished Response would turn its headers into a Headers object first.
  */
 export function chunkResponse(collection: string, chunk: Chunk, pending?: PendingHeaders): Response {
-  const body = JSON.stringify({ ...chunk.fields, [collection]: chunk.items, _links: linksObject(chunk.links) });
+  const fields = JSON.stringify(chunk.fields);
+  const body = `${fields.length > 2 ? `${fields.slice(0, -1)},` : '{'}${JSON.stringify(collection)}:${itemsJson(chunk.items)},"_links":${JSON.stringify(linksObject(chunk.links))}}`;
   const headers: Record<string, string> = {
     'content-type': 'application/json; charset=utf-8',
     link: `${linkHeader(chunk.links)}, ${SERVICE_LINKS}`,

@@ -7,7 +7,7 @@ import { type Filter, filterCondition, filterParam, filtersKey, filterValues, pa
 import { linkBuilder } from './links.ts';
 import { parseSize, type QueryParams } from './params.ts';
 import type { Collection, FieldType, SortKey } from './registry.ts';
-import { collectionKey, itemReader, literalLimit, runShape, shapeOf } from './shapes.ts';
+import { collectionKey, itemsOf, literalLimit, runShape, shapeOf } from './shapes.ts';
 import { orderBy, sortParam } from './sort.ts';
 import { isTimestampText, timestampValue } from './timestamps.ts';
 import type { ChunkRequest, QueryRequest } from './variants.ts';
@@ -171,11 +171,7 @@ export async function fetchKeyset(
   const key = `${collectionKey(collection)}|k|${filtersKey(filters)}|${sortParam(keys)}|${startKey(start)}|${pageSize}`;
   const shape = shapeOf(database, key, () => keysetQuery(database, collection, filters, keys, start, pageSize));
   const rows = await runShape(database, shape, keysetValues(collection, filters, start));
-  const more = rows.length > pageSize;
-  const read = itemReader(collection);
-  const items: Item[] = [];
-  for (let at = 0; at < rows.length && at < pageSize; at++) items.push(read(rows[at]!));
-  return { items, more };
+  return { items: itemsOf(collection, rows, pageSize), more: rows.length > pageSize };
 }
 
 /** `page-size`: the collection's default, or 1 … its max. It may change from one chunk to the next. */

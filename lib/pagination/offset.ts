@@ -7,7 +7,7 @@ import { type Filter, filterCondition, filtersKey, filterValues } from './filter
 import type { Links } from './links.ts';
 import { MAX_SAFE, parseInteger, parseSize } from './params.ts';
 import type { Collection, SortKey } from './registry.ts';
-import { collectionKey, itemReader, literalLimit, runShape, shapeOf } from './shapes.ts';
+import { collectionKey, itemsOf, literalLimit, runShape, shapeOf } from './shapes.ts';
 import { orderBy, sortParam } from './sort.ts';
 import { epochSeconds } from './timestamps.ts';
 import { type ChunkRequest, defineVariant, type QueryRequest, type Reading } from './variants.ts';
@@ -75,10 +75,7 @@ export async function fetchPositional(request: ChunkRequest, plan: PositionalPla
   const values: Record<string, unknown> = skips ? { offset } : {};
   filterValues(collection, filters, values);
   const [rows, size] = await Promise.all([runShape(database, shape, values), countItems(database, collection, filters, countMode)]);
-  const read = itemReader(collection);
-  const items: Record<string, unknown>[] = [];
-  for (let at = 0; at < rows.length && at < limit; at++) items.push(read(rows[at]!));
-  return { items, more: rows.length > limit, size };
+  return { items: itemsOf(collection, rows, limit), more: rows.length > limit, size };
 }
 
 /** The offset of the last chunk on the grid of `offset` (offset + k × limit), or 0. */

@@ -47,6 +47,8 @@ export interface Shape {
    * runs as an unnamed one, parsed and planned on every call.
    */
   readonly named: boolean;
+  /** Tells the shapes of a pool apart in the keys of its reads in flight (Lru may build a key's shape again). */
+  readonly id: number;
 }
 
 /** Shapes built and kept per pool. */
@@ -63,6 +65,9 @@ export const NAMED_SHAPES = 500;
 interface PoolShapes {
   readonly built: Lru<string, Shape>;
   readonly named: Set<string>;
+  /** Reads asked for and not yet sent, by shape id and parameters: see runShape. */
+  readonly unsent: Map<string, Promise<unknown[][]>>;
+  nextId: number;
 }
 
 // Statements are prepared per connection, so shapes are kept per pool; a pool that is gone takes its shapes.
@@ -111,7 +116,7 @@ function slotsOf(params: readonly unknown[], text: string): string[] {
 export function shapeOf(database: Database, key: string, build: () => Built): Shape {
   let pool = pools.get(database.sql);
   if (pool === undefined) {
-    pool = { built: new Lru(SHAPE_CACHE_SIZE), named: new Set() };
+    pool = { built: new Lru(SHAPE_CACHE_SIZE), named: new Set(), unsent: new Map(), nextId: 0 };
     pools.set(database.sql, pool);
   }
   const cached = pool.built.get(key);
@@ -119,14 +124,41 @@ export function shapeOf(database: Database, key: string, build: () => Built): Sh
   const query = build().toSQL();
   const named = pool.named.has(key) || pool.named.size < NAMED_SHAPES;
   if (named) pool.named.add(key);
-  const shape: Shape = { text: query.sql, slots: slotsOf(query.params, query.sql), named };
+  const shape: Shape = { text: query.sql, slots: slotsOf(query.params, query.sql), named, id: pool.nextId++ };
   pool.built.set(key, shape);
   return shape;
 }
 
-/** Runs a shape with its placeholders' values; rows as arrays, columns in the order the shape selects them. */
+/**
+ * Runs a shape with its placeholders' values; rows as arrays, columns in the order the shape selects them.
+ * The rows are shared and must not be changed.
+ *
+ * Identical reads asked for in the same turn of the event loop share one statement: a read is sent at the
+ * end of the turn it was first asked for in (setImmediate), and until then the same shape with the same
+ * values joins it. Requests that a limiter's decision let through together, or that arrived together, ask
+ * for the same chunk together; each would otherwise have PostgreSQL read and send the same rows. Sent
+ * after every request that joins it arrived, the statement sees what each of them would have seen alone
+ * (docs/operations.md, "Identical reads share a statement").
+ */
 export function runShape(database: Database, shape: Shape, values: Readonly<Record<string, unknown>>): Promise<unknown[][]> {
   const params = shape.slots.map((name) => values[name]);
+  const pool = pools.get(database.sql);
+  // A shape from another pool (or none) has no reads to join.
+  if (pool === undefined) return send(database, shape, params);
+  const key = `${shape.id}|${JSON.stringify(params)}`;
+  const joined = pool.unsent.get(key);
+  if (joined !== undefined) return joined;
+  const read = new Promise<unknown[][]>((resolve, reject) => {
+    setImmediate(() => {
+      pool.unsent.delete(key);
+      send(database, shape, params).then(resolve, reject);
+    });
+  });
+  pool.unsent.set(key, read);
+  return read;
+}
+
+function send(database: Database, shape: Shape, params: unknown[]): Promise<unknown[][]> {
   // postgres.js sends a query without parameters over the simple protocol, which prepares nothing, unless told
   // `simple: false` (an option its types leave out).
   const options = { prepare: shape.named, simple: false } as { prepare: boolean };
@@ -152,8 +184,25 @@ class UnprintableTimestamp extends Error {
   }
 }
 
+const itemLists = new WeakMap<readonly unknown[][], Item[]>();
+
+/**
+ * The first `count` rows (from runShape, selecting the collection's fields in order) as items. Rows that
+ * joined reads share are read once: their items are shared too, and must not be changed.
+ */
+export function itemsOf(collection: Collection, rows: readonly unknown[][], count: number): Item[] {
+  const length = Math.min(rows.length, count);
+  const cached = itemLists.get(rows);
+  if (cached !== undefined && cached.length === length) return cached;
+  const read = itemReader(collection);
+  const items: Item[] = [];
+  for (let at = 0; at < length; at++) items.push(read(rows[at]!));
+  itemLists.set(rows, items);
+  return items;
+}
+
 /** Reads rows that select the collection's fields in order: timestamps (as epochSeconds selects them) printed. */
-export function itemReader(collection: Collection): ItemReader {
+function itemReader(collection: Collection): ItemReader {
   let reader = readers.get(collection);
   if (reader !== undefined) return reader;
   const fields = [...collection.fields.values()];

@@ -74,4 +74,33 @@ t.test('the floor answers the first chunk by price as the service does', async (
   const [counter] = await database.sql`select used from bench_floor_counters`;
   t.equal(counter?.used, 1, 'one counter upsert per request');
   t.equal((await fetch(`${origin}/v1/products?page-size=21&sort=priceCents`)).status, 404, 'nothing but that one chunk');
+
+  // From a price on: the bench's rows where every request asks for another chunk. 30 rows at 100 to 102
+  // cents: from 100, a next chunk; from 101, exactly one page and none; from 102, ten items.
+  for (const [price, count, next] of [
+    [100, 20, true],
+    [101, 20, false],
+    [102, 10, false],
+  ] as const) {
+    const from = `${CHUNK}&priceCents[gte]=${price}`;
+    const served = await json(from);
+    const floorAnswer = await fetch(`${origin}${from}`);
+    t.equal(floorAnswer.status, 200);
+    const floorBody = (await floorAnswer.json()) as typeof served.body;
+    t.equal(served.status, 200);
+    t.equal(served.body.products.length, count);
+    t.ok(served.body.products.every((item: { priceCents: number }) => item.priceCents >= price));
+    t.equal(
+      JSON.stringify(floorBody),
+      JSON.stringify({ ...served.body, _links: floorBody._links }),
+      `from ${price}: the same fields and items`,
+    );
+    t.equal(floorBody._links.self.href.replace(origin, ''), served.body._links.self.href.replace('http://test.local', ''));
+    t.equal(Boolean(floorBody._links.next), next);
+    t.equal(Boolean(served.body._links.next), next);
+    if (next) t.same(cursorPayload(floorBody._links.next.href), cursorPayload(served.body._links.next.href), 'the same cursor payload');
+  }
+  for (const bad of ['priceCents[gte]=', 'priceCents[gte]=1.5', 'priceCents[gte]=-1', 'priceCents[lt]=5']) {
+    t.equal((await fetch(`${origin}${CHUNK}&${bad}`)).status, 404, `not ${bad}`);
+  }
 });

@@ -1,0 +1,142 @@
+// Identical reads asked for in the same turn of the event loop share one statement (lib/pagination/shapes.ts,
+// runShape); a read asked for after the statement was sent gets its own; every request is still charged.
+import { sql as drizzleSql } from 'drizzle-orm';
+import { bigint, pgTable } from 'drizzle-orm/pg-core';
+import t from 'tap';
+import { openDatabase } from '../../db/client.ts';
+import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
+import { runShape, shapeOf } from '../../lib/pagination/shapes.ts';
+import { testApp } from '../helpers/app.ts';
+import { testDatabase } from '../helpers/db.ts';
+
+/** A shape with one placeholder `x`, built from SQL text as Drizzle would hand it over. */
+const built = (text: string) => () => ({ toSQL: () => ({ sql: text, params: [drizzleSql.placeholder('x')] }) });
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+t.test('reads of one shape and values in one turn share a statement; others, and later ones, do not', async (t) => {
+  const db = await testDatabase(t);
+  await db.sql`create sequence shared_reads`;
+  const counted = shapeOf(db, 'shared-reads:counted', built(`select nextval('shared_reads')::int as n, $1::int as x`));
+
+  const same = await Promise.all(Array.from({ length: 5 }, () => runShape(db, counted, { x: 1 })));
+  t.same(same[0], [[1, 1]], 'one statement ran');
+  t.ok(
+    same.every((rows) => rows === same[0]),
+    'all five got the same rows',
+  );
+
+  const apart = await Promise.all([runShape(db, counted, { x: 1 }), runShape(db, counted, { x: 2 }), runShape(db, counted, { x: 1 })]);
+  t.same(
+    apart.map((rows) => rows[0]![1]),
+    [1, 2, 1],
+  );
+  t.equal(apart[0], apart[2], 'the same values share');
+  t.not(apart[0]![0]![0], apart[1]![0]![0], 'other values get their own statement');
+
+  const next = await runShape(db, counted, { x: 1 });
+  t.not(next[0]![0], apart[0]![0]![0], 'a read of a later turn gets its own statement');
+
+  const other = openDatabase(db.url, { max: 1 });
+  t.teardown(() => other.close());
+  const otherShape = shapeOf(other, 'shared-reads:counted', built(`select nextval('shared_reads')::int as n, $1::int as x`));
+  const pools = await Promise.all([runShape(db, counted, { x: 3 }), runShape(other, otherShape, { x: 3 })]);
+  t.not(pools[0]![0]![0], pools[1]![0]![0], 'reads on two pools do not share');
+});
+
+t.test('a read asked for once the statement was sent does not join it', async (t) => {
+  const db = await testDatabase(t);
+  await db.sql`create sequence shared_reads`;
+  const slow = shapeOf(db, 'shared-reads:slow', built(`select nextval('shared_reads')::int as n, pg_sleep($1::int / 10.0)::text as slept`));
+  let firstDone = false;
+  const first = runShape(db, slow, { x: 2 }).then((rows) => {
+    firstDone = true;
+    return rows;
+  });
+  await turn();
+  await turn();
+  t.notOk(firstDone, 'the first statement is still running');
+  const second = runShape(db, slow, { x: 2 });
+  const [a, b] = await Promise.all([first, second]);
+  t.same([a[0]![0], b[0]![0]], [1, 2], 'two statements: the second sees what was there when it was asked for');
+});
+
+t.test('a statement that fails rejects every read that joined it; the next turn starts anew', async (t) => {
+  const db = await testDatabase(t);
+  const divide = shapeOf(db, 'shared-reads:divide', built('select 10 / $1::int as q'));
+  const results = await Promise.allSettled(Array.from({ length: 3 }, () => runShape(db, divide, { x: 0 })));
+  t.same(
+    results.map((result) => result.status),
+    ['rejected', 'rejected', 'rejected'],
+  );
+  t.same(
+    results.map((result) => (result as PromiseRejectedResult).reason.code),
+    ['22012', '22012', '22012'],
+    'each with the error: division by zero',
+  );
+  t.same(await runShape(db, divide, { x: 5 }), [[2]]);
+});
+
+const counted = pgTable('counted', {
+  id: bigint('id', { mode: 'number' }).primaryKey(),
+  n: bigint('n', { mode: 'number' }).notNull(),
+});
+
+const countedCollection = defineCollection({
+  name: 'counted',
+  table: counted,
+  fields: { id: { column: counted.id, type: 'bigint' }, n: { column: counted.n, type: 'bigint' } },
+  variants: ['offset', 'cursor'],
+  defaultVariant: 'cursor',
+  filters: { id: ['eq', 'gt'] },
+  sortKeys: ['id'],
+  defaultSort: 'id',
+  pageSize: { default: 5, max: 100 },
+  cost: { itemsPerUnit: 50, exactCount: 1, indexed: { id: 10_000 } },
+});
+
+/** A view whose column `n` is drawn from a sequence at every read: two statements never answer alike. */
+async function countedView(sql: import('postgres').Sql): Promise<void> {
+  await sql`create sequence counted_reads`;
+  await sql`create view counted as select id::int8 as id, nextval('counted_reads') as n from generate_series(1, 50) as id`;
+}
+
+t.test('identical requests at the same time get one read and answers alike; each is charged', async (t) => {
+  const api = await testApp(t, { registry: createRegistry([countedCollection]) });
+  await countedView(api.database.sql);
+  const bodies = await Promise.all(Array.from({ length: 8 }, () => api.request('/v1/counted?page-size=5').then((res) => res.text())));
+  t.equal(new Set(bodies).size, 1, 'eight answers alike, so one statement read them');
+  t.match(JSON.parse(bodies[0]!), { counted: [{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }, { id: 5 }] });
+  const again = await api.request('/v1/counted?page-size=5').then((res) => res.text());
+  t.not(again, bodies[0], 'a request after them reads again');
+
+  const offsets = await Promise.all(
+    ['/v1/counted?offset=0&limit=5', '/v1/counted?offset=0&limit=5', '/v1/counted?offset=5&limit=5'].map((path) => api.json(path)),
+  );
+  t.same(offsets[0]!.body, offsets[1]!.body, 'the same offset chunk, with its count, shared');
+  t.same(
+    offsets[2]!.body.counted.map((item: { id: number }) => item.id),
+    [6, 7, 8, 9, 10],
+    'another offset reads its own rows',
+  );
+
+  const limited = await testApp(t, { registry: createRegistry([countedCollection]), rateLimit: true });
+  await countedView(limited.database.sql);
+  const remainingOf = (res: Response) => Number(res.headers.get('x-ratelimit-remaining'));
+  const alone = await limited.request('/v1/counted?page-size=5');
+  const limit = Number(alone.headers.get('x-ratelimit-limit'));
+  const cost = limit - remainingOf(alone);
+  t.ok(cost > 0, `a request costs ${cost}`);
+  // Four at once: the anonymous tier's cap on requests in flight.
+  const responses = await Promise.all(Array.from({ length: 4 }, () => limited.request('/v1/counted?page-size=5')));
+  t.same(
+    responses.map((res) => res.status),
+    Array(4).fill(200),
+  );
+  const items = await Promise.all(
+    responses.map(async (res) => ((await res.json()) as { counted: { id: number }[] }).counted.map((item) => item.id)),
+  );
+  t.same(items, Array(4).fill([1, 2, 3, 4, 5]));
+  const after = await limited.request('/v1/counted?page-size=5');
+  t.equal(remainingOf(after), limit - 6 * cost, 'each of the six requests charged, shared reads or not');
+});
