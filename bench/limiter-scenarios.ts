@@ -42,6 +42,22 @@ function manyKeys(count: number): autocannon.Request[] {
 
 const hotKey = { authorization: `Bearer ${keyOf(0)}` };
 
+/**
+ * `path` (a chunk sorted by price) from another price at every request, in turn (prices are 100 to 99,999
+ * cents): no two requests in flight read the same rows, so none can share a read (lib/pagination/shapes.ts).
+ */
+export function anotherPriceEach(path: string, headers?: Record<string, string>): autocannon.Request[] {
+  let next = randomBytes(2).readUInt16BE();
+  return [
+    {
+      method: 'GET',
+      path,
+      headers,
+      setupRequest: (request) => ({ ...request, path: `${path}&priceCents[gte]=${100 + (next++ % 99_900)}` }),
+    },
+  ];
+}
+
 // With an operator token like the service's, so that they keep the same metrics (bench/limiter-server.ts).
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
 
@@ -86,4 +102,20 @@ function limiterRows(clients?: number): Scenario[] {
   ].map((row) => ({ ...row, connections: clients }));
 }
 
-export const limiterScenarios: Scenario[] = [...limiterRows(), ...limiterRows(64)];
+// The chunk from another price at every request, so that no read is shared: what the limiter costs beside
+// a chunk that cannot be shared, as before identical reads shared statements (docs/benchmarks.md).
+const PRICE_CHUNK = '/v1/products?count=none&sort=priceCents';
+const anotherChunkEach: Scenario[] = [
+  { name: 'limiter: another chunk each, limiter off', server: 'limiter off', requests: anotherPriceEach(PRICE_CHUNK) },
+  {
+    name: 'limiter: another chunk each, ours, one hot key',
+    server: 'service',
+    requests: anotherPriceEach(PRICE_CHUNK, hotKey),
+    setup: async ({ sql }) => {
+      await insertKeys(sql, MANY);
+      return undefined;
+    },
+  },
+];
+
+export const limiterScenarios: Scenario[] = [...limiterRows(), ...anotherChunkEach, ...limiterRows(64)];

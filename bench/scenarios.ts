@@ -52,18 +52,6 @@ export interface Comparison {
 const PRICE_CHUNK = '/v1/products?page-size=20&sort=priceCents';
 const HUNDRED_ITEMS = '/v1/products?limit=100&count=none';
 
-/** The rate-limited chunk from another price at every request, in turn (prices are 100 to 99,999 cents). */
-function everyPrice(): autocannon.Request[] {
-  let next = randomBytes(2).readUInt16BE();
-  return [
-    {
-      method: 'GET',
-      path: PRICE_CHUNK,
-      setupRequest: (request) => ({ ...request, path: `${PRICE_CHUNK}&priceCents[gte]=${100 + (next++ % 99_900)}` }),
-    },
-  ];
-}
-
 /** The path and query of an absolute href from a chunk's links. */
 function pathOf(href: string): string {
   const url = new URL(href);
@@ -182,8 +170,18 @@ export const scenarios: Scenario[] = [
   { name: 'sort=priceCents, 32 clients: floor', server: 'floor', path: PRICE_CHUNK, connections: 32 },
   // The same two with another chunk at every request, so that no read can be shared (lib/pagination/shapes.ts,
   // runShape): what the service costs when every client asks for its own rows.
-  { name: 'sort=priceCents, 32 clients, another chunk each: service', server: 'service', requests: everyPrice(), connections: 32 },
-  { name: 'sort=priceCents, 32 clients, another chunk each: floor', server: 'floor', requests: everyPrice(), connections: 32 },
+  {
+    name: 'sort=priceCents, 32 clients, another chunk each: service',
+    server: 'service',
+    requests: anotherPriceEach(PRICE_CHUNK),
+    connections: 32,
+  },
+  {
+    name: 'sort=priceCents, 32 clients, another chunk each: floor',
+    server: 'floor',
+    requests: anotherPriceEach(PRICE_CHUNK),
+    connections: 32,
+  },
   // The cost of the request log and of the metrics: the same chunk without them (docs/benchmarks.md, "Logs and metrics").
   {
     name: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent',
@@ -205,7 +203,7 @@ export const scenarios: Scenario[] = [
 
 // The rate limiter's rows (bench/limiter-scenarios.ts): the chunk with the limiter off and on, one hot key
 // and many keys, and rate-limiter-flexible's Postgres store as the peer.
-import { limiterScenarios, limiterServers } from './limiter-scenarios.ts';
+import { anotherPriceEach, limiterScenarios, limiterServers } from './limiter-scenarios.ts';
 
 servers.push(...limiterServers);
 scenarios.push(...limiterScenarios);
@@ -231,6 +229,12 @@ export const comparisons: Comparison[] = [
       target: { measure: 'req/s' as const, atLeast: 0.8 },
     })),
   ),
+  // Measured, held to no target: the limiter beside a chunk no two requests share.
+  {
+    label: 'limiter on / off, 10 clients, one hot key, another chunk each',
+    of: 'limiter: another chunk each, ours, one hot key',
+    to: 'limiter: another chunk each, limiter off',
+  },
   // Measured, held to no target: the limiter against its round trips alone, then against no limiter.
   ...['limiter: chunk', 'limiter, 64 clients: chunk'].flatMap((prefix) => {
     const clients = prefix.startsWith('limiter,') ? '64' : '10';

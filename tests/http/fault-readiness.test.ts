@@ -8,12 +8,13 @@ t.test('/readyz is 200 while the pool is full of slow queries, 503 while the dat
   const { database, proxy, server } = await proxiedService(t, { env: { STATEMENT_TIMEOUT_MS: '30000', POOL_TIMEOUT_MS: '30000' } });
   t.equal((await sample(server.url, '/readyz')).status, 200);
 
-  // Every connection of the pool (10) waits on a lock, with more queries queued behind them.
+  // Every connection of the pool (10) waits on a lock, with more queries queued behind them: each request
+  // asks for another chunk, since requests for the same chunk at the same time share one statement.
   const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
   await lock`lock table products in access exclusive mode`;
-  const slow = Array.from({ length: 30 }, () => sample(server.url, '/v1/products?count=none', 60_000));
+  const slow = Array.from({ length: 30 }, (_, i) => sample(server.url, `/v1/products?count=none&priceCents[gte]=${100 + i}`, 60_000));
   await lockWaiters(database.sql, database.name, 10);
   const probes = [];
   for (let i = 0; i < 5; i++) probes.push(await sample(server.url, '/readyz'));
