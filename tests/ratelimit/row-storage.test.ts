@@ -54,7 +54,10 @@ t.test('a subject with many lease slots keeps its row uncompressed up to 4,000 b
   t.ok(row.tokens_bytes < plain(351), `lease_tokens is compressed past 4,000 bytes (${row.tokens_bytes} bytes)`);
 
   // Why 4,000 and not more: uncompressed, this row would leave no room in its page for its next version, and
-  // no rewrite of it would be HOT. Each of these rewrites is. Counted on one connection, whose statistics are
+  // no rewrite of it would be HOT (with toast_tuple_target 8,160, none of them is). Each rewrite finds room
+  // once the page's dead version is pruned, which PostgreSQL does when it reads the page, and skips when
+  // another process holds the page at that instant (the background writer writing it out, say): so nearly
+  // all, not always all, of these rewrites are HOT (4 of 5 once, in a loaded CI run). Counted on one connection, whose statistics are
   // flushed on request (pg_stat_force_next_flush, when it goes idle).
   const one = await sql.reserve();
   t.teardown(() => one.release());
@@ -65,12 +68,12 @@ t.test('a subject with many lease slots keeps its row uncompressed up to 4,000 b
     return counts as { all: number; hot: number };
   };
   const before = await updates();
-  for (let i = 0; i < 5; i++)
+  for (let i = 0; i < 10; i++)
     await one`select count(*) from rate_decide('{NULL}'::text[], ${`{"${SUBJECT}"}`}::text[], '{anonymous}'::text[], '{1}'::int[], '{0}'::float8[], 0, '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])`;
-  const after = await waitFor('the five rewrites to be counted', updates, {
-    until: (counts) => counts.all >= before.all + 5,
+  const after = await waitFor('the ten rewrites to be counted', updates, {
+    until: (counts) => counts.all >= before.all + 10,
     timeoutMs: 5_000,
   });
-  t.equal(after.all - before.all, 5, 'five rewrites of the row');
-  t.equal(after.hot - before.hot, 5, 'every one of them a HOT update');
+  t.equal(after.all - before.all, 10, 'ten rewrites of the row');
+  t.ok(after.hot - before.hot >= 8, `at least 8 of them HOT updates: ${after.hot - before.hot}`);
 });
