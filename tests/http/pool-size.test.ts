@@ -20,12 +20,13 @@ t.test('a pool of 3: three data queries at a time, the others queued behind them
   });
   t.equal((await sample(server.url, '/v1/products?count=none')).status, 200);
 
-  // Every data query waits on a lock: the pool opens as many connections as it may, and no more.
+  // Every data query waits on a lock: the pool opens as many connections as it may, and no more. Each
+  // request asks for another chunk: requests for the same chunk at the same time share one statement.
   const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
   await lock`lock table products in access exclusive mode`;
-  const queries = Array.from({ length: 12 }, () => sample(server.url, '/v1/products?count=none', 60_000));
+  const queries = Array.from({ length: 12 }, (_, i) => sample(server.url, `/v1/products?count=none&priceCents[gte]=${100 + i}`, 60_000));
   await lockWaiters(database.sql, database.name, 3);
   await sleep(500); // time for a fourth connection to be opened, were the pool larger
   // The test's own pool is named 'collections' too, but none of its sessions waits on the lock.

@@ -76,8 +76,9 @@ t.test('with every pool connection busy on slow data queries, the limiter still 
   await setTier(api.database.sql, 'anonymous', { allowance: 6, windowSeconds: 60, concurrency: 20 });
   const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
 
-  // Six admitted requests: four block on the lock, holding every pool connection; two queue for one.
-  const admitted = Array.from({ length: 6 }, () => api.request('/v1/products?count=none'));
+  // Six admitted requests: four block on the lock, holding every pool connection; two queue for one. Six
+  // chunks (requests for the same chunk at the same time share one statement), each of cost 1.
+  const admitted = Array.from({ length: 6 }, (_, i) => api.request(`/v1/products?count=none&limit=${20 - i}`));
   // Watched from the connection that holds the lock: the pool has none to spare.
   await waitFor('six leases', () => liveLeases(products.sql), { until: (n) => n >= 6, timeoutMs: 2_000, intervalMs: 20 });
   t.equal(await liveLeases(products.sql), 6);

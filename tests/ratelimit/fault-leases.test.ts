@@ -12,12 +12,13 @@ import { sleep } from '../helpers/wait.ts';
 
 t.test('a client at its cap when the database went away is served right after it is back', async (t) => {
   const { database, proxy, server } = await proxiedService(t, { concurrency: 2, env: { STATEMENT_TIMEOUT_MS: '30000' } });
-  // The client's two requests hold its two slots: their data queries wait behind a table lock.
+  // The client's two requests hold its two slots: their data queries wait behind a table lock. Two chunks
+  // (requests for the same chunk at the same time share one statement).
   const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
   await lock`lock table products in access exclusive mode`;
-  const holding = [sample(server.url, '/v1/products?count=none'), sample(server.url, '/v1/products?count=none')];
+  const holding = [sample(server.url, '/v1/products?count=none'), sample(server.url, '/v1/products?count=none&offset=1')];
   await lockWaiters(database.sql, database.name, 2);
   t.equal((await sample(server.url, '/v1')).status, 429, 'the client is at its cap');
 
