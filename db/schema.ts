@@ -135,7 +135,8 @@ export const apiKeys = pgTable(
  * is indexed, and the table has fillfactor 50 (set in the custom migration, 0001_functions.sql), so
  * every update is a HOT update on the same page; rows stay uncompressed up to 4,000 bytes
  * (toast_tuple_target, 0005_rate_windows_toast_target.sql), so a subject with many lease slots is not
- * compressed again at every update.
+ * compressed again at every update; rate_decide drops the released slots at the end of the lease arrays
+ * when it writes the row (0006_rate_decide_trim_leases.sql).
  *
  * The window: `expires[i]` (Unix seconds, database clock) is when the `units[i]` units served in the
  * i-th bucket that still counts stop counting; expiries ascend, `used` is the sum of `units`, and

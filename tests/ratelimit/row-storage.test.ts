@@ -77,3 +77,66 @@ t.test('a subject with many lease slots keeps its row uncompressed up to 4,000 b
   t.equal(after.all - before.all, 10, 'ten rewrites of the row');
   t.ok(after.hot - before.hot >= 8, `at least 8 of them HOT updates: ${after.hot - before.hot}`);
 });
+
+t.test("released slots at the end of a subject's arrays are dropped when rate_decide writes its row", async (t) => {
+  const database = await testDatabase(t);
+  const sql = database.sql;
+  await setTier(sql, 'anonymous', { allowance: 1_000_000, windowSeconds: 60, concurrency: 1_000 });
+
+  /** `count` decisions for SUBJECT in one statement, leases of `ttl` seconds (0: none), the clock moved by `ahead`. */
+  const decide = async (count: number, ttl: number, ahead = 0) =>
+    (await sql`
+      select lease_slot as slot, lease_token as token from rate_decide(array_fill(null::text, array[${count}::int]),
+        array_fill(${SUBJECT}::text, array[${count}::int]), array_fill('anonymous'::text, array[${count}::int]),
+        array_fill(1, array[${count}::int]), array_fill(${ahead}::float8, array[${count}::int]), ${ttl}::int,
+        '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])
+      where outcome = 'ok'`) as unknown as { slot: number | null; token: number | null }[];
+  const release = async (leases: readonly { slot: number | null; token: number | null }[]) => {
+    await sql`select rate_release(${`{${leases.map(() => `"${SUBJECT}"`).join(',')}}`}::text[],
+      ${`{${leases.map((lease) => lease.slot).join(',')}}`}::int[], ${`{${leases.map((lease) => lease.token).join(',')}}`}::bigint[])`;
+  };
+  const stored = async () => {
+    const [row] = await sql`
+      select cardinality(lease_tokens) as slots, cardinality(lease_expires) as expiries, lease_seq::int as seq,
+             pg_column_size(lease_tokens) as tokens_bytes
+        from rate_windows where subject = ${SUBJECT}`;
+    return row as { slots: number; expiries: number; seq: number; tokens_bytes: number };
+  };
+
+  const leases = await decide(300, 3600);
+  t.same(
+    leases.map((lease) => lease.slot),
+    Array.from({ length: 300 }, (_, i) => i + 1),
+    'slots 1 to 300 taken',
+  );
+  await release(leases.slice(100));
+  t.equal((await stored()).slots, 300, 'releases alone leave the arrays as they are');
+
+  await decide(1, 0);
+  let row = await stored();
+  t.same([row.slots, row.expiries], [100, 100], 'the next decision writes the row with the 100 slots up to the last lease held');
+  t.equal(row.tokens_bytes, 24 + 8 * 100, 'a row that small is stored uncompressed');
+
+  await release([leases[49]!]);
+  await decide(1, 0);
+  t.equal((await stored()).slots, 100, 'a slot released below a held one stays');
+  const seq = (await stored()).seq;
+  await release([leases[149]!]);
+  await decide(1, 0);
+  row = await stored();
+  t.same([row.slots, row.seq], [100, seq], 'a release sent again for a dropped slot finds nothing and changes nothing');
+  const [again] = await decide(1, 3600);
+  t.equal(again!.slot, 50, 'the lowest free slot is taken first');
+  await release([again!, ...leases.slice(0, 49), ...leases.slice(50, 100)]);
+  await decide(1, 0);
+  t.equal((await stored()).slots, 0, 'every lease released: no slot kept');
+
+  // A lease that expired without its release keeps its slot: the release may still bring a 304's units back.
+  const [brief] = await decide(1, 1);
+  t.equal(brief!.slot, 1);
+  await decide(1, 0, 10);
+  t.equal((await stored()).slots, 1, 'an expired lease, not released, keeps its slot');
+  await release([brief!]);
+  await decide(1, 0, 10);
+  t.equal((await stored()).slots, 0, 'once released, it is dropped');
+});
