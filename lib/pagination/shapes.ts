@@ -65,8 +65,8 @@ export const NAMED_SHAPES = 500;
 interface PoolShapes {
   readonly built: Lru<string, Shape>;
   readonly named: Set<string>;
-  /** Reads asked for and not yet sent, by shape id and parameters: see runShape. */
-  readonly unsent: Map<string, Promise<unknown[][]>>;
+  /** Reads asked for and not yet sent, by shape id and parameters, with their shape: see runShape. */
+  readonly unsent: Map<string, { readonly shape: Shape; readonly read: Promise<unknown[][]> }>;
   nextId: number;
 }
 
@@ -143,18 +143,19 @@ export function shapeOf(database: Database, key: string, build: () => Built): Sh
 export function runShape(database: Database, shape: Shape, values: Readonly<Record<string, unknown>>): Promise<unknown[][]> {
   const params = shape.slots.map((name) => values[name]);
   const pool = pools.get(database.sql);
-  // A shape from another pool (or none) has no reads to join.
+  // No shape was built on this pool: none of its reads can be joined.
   if (pool === undefined) return send(database, shape, params);
   const key = `${shape.id}|${JSON.stringify(params)}`;
   const joined = pool.unsent.get(key);
-  if (joined !== undefined) return joined;
+  // Ids are a pool's own: a shape built on another pool may bear the id of one of this pool's.
+  if (joined !== undefined && joined.shape === shape) return joined.read;
   const read = new Promise<unknown[][]>((resolve, reject) => {
     setImmediate(() => {
-      pool.unsent.delete(key);
+      if (pool.unsent.get(key)?.read === read) pool.unsent.delete(key);
       send(database, shape, params).then(resolve, reject);
     });
   });
-  pool.unsent.set(key, read);
+  pool.unsent.set(key, { shape, read });
   return read;
 }
 
