@@ -42,6 +42,12 @@ function manyKeys(count: number): autocannon.Request[] {
 
 const hotKey = { authorization: `Bearer ${keyOf(0)}` };
 
+/** A row's setup: the bench's keys in the database, the load left as the row says. */
+async function withKeys({ sql }: { sql: Sql }): Promise<undefined> {
+  await insertKeys(sql, MANY);
+  return undefined;
+}
+
 /**
  * `path` (a chunk sorted by price) from another price at every request, in turn (prices are 100 to 99,999
  * cents): no two requests in flight read the same rows, so none can share a read (lib/pagination/shapes.ts).
@@ -80,10 +86,6 @@ export const limiterServers: ServerVariant[] = [
  */
 function limiterRows(clients?: number): Scenario[] {
   const prefix = clients === undefined ? 'limiter: chunk' : `limiter, ${clients} clients: chunk`;
-  const keys = async ({ sql }: { sql: Sql }) => {
-    await insertKeys(sql, MANY);
-    return undefined;
-  };
   const many = async ({ sql }: { sql: Sql }) => {
     await insertKeys(sql, MANY);
     return { requests: manyKeys(MANY) };
@@ -92,10 +94,10 @@ function limiterRows(clients?: number): Scenario[] {
     { name: `${prefix}, limiter off`, server: 'limiter off', path: CHUNK },
     // The round trips of a decision and a release, one each per request, with nothing decided.
     { name: `${prefix}, two bare round trips`, server: 'two bare round trips', path: CHUNK },
-    { name: `${prefix}, ours, one hot key`, server: 'service', path: CHUNK, headers: hotKey, setup: keys },
+    { name: `${prefix}, ours, one hot key`, server: 'service', path: CHUNK, headers: hotKey, setup: withKeys },
     { name: `${prefix}, ours, ${MANY} keys`, server: 'service', setup: many },
     // Our rate limit without the concurrency cap, like the peer: a decision and no lease release.
-    { name: `${prefix}, ours w/o cap, one hot key`, server: 'ours, no cap', path: CHUNK, headers: hotKey, setup: keys },
+    { name: `${prefix}, ours w/o cap, one hot key`, server: 'ours, no cap', path: CHUNK, headers: hotKey, setup: withKeys },
     { name: `${prefix}, ours w/o cap, ${MANY} keys`, server: 'ours, no cap', setup: many },
     { name: `${prefix}, peer, one hot key`, server: 'peer (rlf Postgres)', path: CHUNK, headers: hotKey },
     { name: `${prefix}, peer, ${MANY} keys`, server: 'peer (rlf Postgres)', setup: async () => ({ requests: manyKeys(MANY) }) },
@@ -111,10 +113,7 @@ const anotherChunkEach: Scenario[] = [
     name: 'limiter: another chunk each, ours, one hot key',
     server: 'service',
     requests: anotherPriceEach(PRICE_CHUNK, hotKey),
-    setup: async ({ sql }) => {
-      await insertKeys(sql, MANY);
-      return undefined;
-    },
+    setup: withKeys,
   },
 ];
 
