@@ -41,6 +41,20 @@ interface Link {
   held: Buffer[] | undefined;
 }
 
+/**
+ * Resets a socket (RST), or closes it when a reset cannot be had. Node 20's resetAndDestroy() fails with
+ * EINVAL while the socket's own shutdown is under way (its write side ended, after the peer's FIN when
+ * half-open sockets are not allowed, and not yet finished): the error is emitted, the socket taken for
+ * destroyed, and its handle left open for good, so that the process, once done, spins at exit waiting for
+ * that handle to close (gdb: node::Environment::CleanupHandles) until it is killed. Its write side is
+ * closing anyway, so a plain destroy() is what the peer would see next.
+ */
+export function resetSocket(socket: Socket): void {
+  if (socket.destroyed) return;
+  if (socket.writableEnded && !socket.writableFinished) socket.destroy();
+  else socket.resetAndDestroy();
+}
+
 /** Starts a proxy on a free port of the tests' range to `target` (a postgres:// URL). */
 export async function startProxy(t: { teardown(fn: () => unknown): void }, target: string): Promise<TcpProxy> {
   const upstream = new URL(target);
@@ -68,7 +82,7 @@ export async function startProxy(t: { teardown(fn: () => unknown): void }, targe
   const server: Server = createServer((client) => {
     client.on('error', () => {});
     if (mode === 'refuse') {
-      client.resetAndDestroy();
+      resetSocket(client);
       return;
     }
     const link: Link = { client, server: undefined, frozen: mode === 'blackhole', held: mode === 'hold' ? [] : undefined };
@@ -83,8 +97,8 @@ export async function startProxy(t: { teardown(fn: () => unknown): void }, targe
   function reset(): void {
     for (const link of links) {
       links.delete(link);
-      if (!link.client.destroyed) link.client.resetAndDestroy();
-      if (link.server && !link.server.destroyed) link.server.resetAndDestroy();
+      resetSocket(link.client);
+      if (link.server) resetSocket(link.server);
     }
   }
 
