@@ -47,8 +47,6 @@ export interface Shape {
    * runs as an unnamed one, parsed and planned on every call.
    */
   readonly named: boolean;
-  /** Tells the shapes of a pool apart in the keys of its reads in flight (Lru may build a key's shape again). */
-  readonly id: number;
 }
 
 /** Shapes built and kept per pool. */
@@ -65,9 +63,8 @@ export const NAMED_SHAPES = 500;
 interface PoolShapes {
   readonly built: Lru<string, Shape>;
   readonly named: Set<string>;
-  /** Reads asked for and not yet sent, by shape id and parameters, with their shape: see runShape. */
-  readonly unsent: Map<string, { readonly shape: Shape; readonly read: Promise<unknown[][]> }>;
-  nextId: number;
+  /** Reads asked for and not yet sent, by shape and parameters: see runShape. */
+  readonly unsent: Map<Shape, Map<string, Promise<unknown[][]>>>;
 }
 
 // Statements are prepared per connection, so shapes are kept per pool; a pool that is gone takes its shapes.
@@ -116,7 +113,7 @@ function slotsOf(params: readonly unknown[], text: string): string[] {
 export function shapeOf(database: Database, key: string, build: () => Built): Shape {
   let pool = pools.get(database.sql);
   if (pool === undefined) {
-    pool = { built: new Lru(SHAPE_CACHE_SIZE), named: new Set(), unsent: new Map(), nextId: 0 };
+    pool = { built: new Lru(SHAPE_CACHE_SIZE), named: new Set(), unsent: new Map() };
     pools.set(database.sql, pool);
   }
   const cached = pool.built.get(key);
@@ -124,7 +121,7 @@ export function shapeOf(database: Database, key: string, build: () => Built): Sh
   const query = build().toSQL();
   const named = pool.named.has(key) || pool.named.size < NAMED_SHAPES;
   if (named) pool.named.add(key);
-  const shape: Shape = { text: query.sql, slots: slotsOf(query.params, query.sql), named, id: pool.nextId++ };
+  const shape: Shape = { text: query.sql, slots: slotsOf(query.params, query.sql), named };
   pool.built.set(key, shape);
   return shape;
 }
@@ -145,17 +142,20 @@ export function runShape(database: Database, shape: Shape, values: Readonly<Reco
   const pool = pools.get(database.sql);
   // No shape was built on this pool: none of its reads can be joined.
   if (pool === undefined) return send(database, shape, params);
-  const key = `${shape.id}|${JSON.stringify(params)}`;
-  const joined = pool.unsent.get(key);
-  // Ids are a pool's own: a shape built on another pool may bear the id of one of this pool's.
-  if (joined !== undefined && joined.shape === shape) return joined.read;
+  const key = JSON.stringify(params);
+  const reads = pool.unsent.get(shape);
+  const joined = reads?.get(key);
+  if (joined !== undefined) return joined;
+  const unsent = reads ?? new Map<string, Promise<unknown[][]>>();
+  if (reads === undefined) pool.unsent.set(shape, unsent);
   const read = new Promise<unknown[][]>((resolve, reject) => {
     setImmediate(() => {
-      if (pool.unsent.get(key)?.read === read) pool.unsent.delete(key);
+      unsent.delete(key);
+      if (unsent.size === 0) pool.unsent.delete(shape);
       send(database, shape, params).then(resolve, reject);
     });
   });
-  pool.unsent.set(key, { shape, read });
+  unsent.set(key, read);
   return read;
 }
 
