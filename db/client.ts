@@ -100,10 +100,11 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     connect_timeout: 2,
     // postgres.js waits up to 20 s between reconnection attempts after failures (3^n / 100 s), and
     // queues queries meanwhile: a database that is back would stay unused for that long. Retry
-    // within a quarter of a second, so a database that is away is a quick 503 and one that is back is
-    // used: the first 200 must come within 1 s of the database accepting connections again, and half a
-    // second of that was the wait alone (docs/operations.md, "When the database is away").
-    backoff: (retries: number) => Math.min(0.05 * retries, 0.25),
+    // within a tenth of a second, so a database that is away is a quick 503 and one that is back is
+    // used: the first 200 must come within 1 s of the database accepting connections again, and on a
+    // loaded machine a quarter of a second of waiting left too little of it (docs/operations.md, "When
+    // the database is away").
+    backoff: (retries: number) => Math.min(0.05 * retries, 0.1),
     idle_timeout: 30,
     onnotice: () => {},
   } satisfies Options<Record<string, postgres.PostgresType>>;
