@@ -147,7 +147,8 @@ t.test("released slots at the end of a subject's arrays are dropped when rate_de
   await decide(1, 0);
   t.equal((await stored()).slots, 0, 'every lease released: no slot kept');
 
-  // A lease that expired without its release keeps its slot: the release may still bring a 304's units back.
+  // A lease that expired without its release keeps its slot for a minute: the release may still come, and
+  // bring a 304's units back.
   const [brief] = await decide(1, 1);
   t.equal(brief!.slot, 1);
   await decide(1, 0, 10);
@@ -155,4 +156,46 @@ t.test("released slots at the end of a subject's arrays are dropped when rate_de
   await release([brief!]);
   await decide(1, 0, 10);
   t.equal((await stored()).slots, 0, 'once released, it is dropped');
+});
+
+t.test('slots at the end whose lease expired a minute ago are dropped, released or not', async (t) => {
+  const database = await testDatabase(t);
+  const sql = database.sql;
+  // An hour's window: the units charged at the start still count at the end, so a refund could still apply.
+  await setTier(sql, 'anonymous', { allowance: 1_000_000, windowSeconds: 3600, concurrency: 1_000 });
+  /** As in the test above: `count` decisions, leases of `ttl` seconds, the clock moved by `ahead`. */
+  const decide = async (count: number, ttl: number, ahead = 0) =>
+    (await sql`
+      select lease_slot as slot, lease_token as token, reset::int from rate_decide(array_fill(null::text, array[${count}::int]),
+        array_fill(${SUBJECT}::text, array[${count}::int]), array_fill('anonymous'::text, array[${count}::int]),
+        array_fill(1, array[${count}::int]), array_fill(${ahead}::float8, array[${count}::int]), ${ttl}::int,
+        '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])
+      where outcome = 'ok'`) as unknown as { slot: number; token: number; reset: number }[];
+  const stored = async () => {
+    const [row] = await sql`select cardinality(lease_tokens) as slots, used::int from rate_windows where subject = ${SUBJECT}`;
+    return row as { slots: number; used: number };
+  };
+
+  // 300 leases whose releases never come (their instance stopped), then one held for an hour above them.
+  const abandoned = await decide(300, 1);
+  const [held] = await decide(1, 3600);
+  t.equal(held!.slot, 301, 'the held lease takes slot 301');
+  await decide(1, 0, 59);
+  t.equal((await stored()).slots, 301, 'within the minute after their expiry every slot stays');
+  await decide(1, 0, 62);
+  t.equal((await stored()).slots, 301, 'a held lease keeps the expired slots below it');
+  const [reused] = await decide(1, 3600, 62);
+  t.equal(reused!.slot, 1, 'an expired slot is taken again, the lowest first');
+
+  // The held lease ends; a minute after the others expired, the slots above the one still held go.
+  await sql`select rate_release(${`{"${SUBJECT}"}`}::text[], ${`{${held!.slot}}`}::int[], ${`{${held!.token}}`}::bigint[])`;
+  await decide(1, 0, 62);
+  t.equal((await stored()).slots, 1, 'only the slot of the lease still held is kept');
+
+  // A release of a dropped slot's lease, sent far too late with a 304's units, finds nothing to give back.
+  const before = await stored();
+  const late = abandoned[9]!;
+  await sql`select rate_release(${`{"${SUBJECT}"}`}::text[], ${`{${late.slot}}`}::int[], ${`{${late.token}}`}::bigint[],
+    '{1}'::int[], ${`{${late.reset}}`}::bigint[])`;
+  t.same(await stored(), before, 'nothing changes: no slot, no refund');
 });
