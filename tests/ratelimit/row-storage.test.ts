@@ -2,7 +2,7 @@
 // past PostgreSQL's default of 2,032 bytes and under 4,000 is written back uncompressed at every statement,
 // not compressed again each time; a row past 4,000 is compressed, so that two versions still fit in a page
 // and every rewrite stays a HOT update.
-import postgres from 'postgres';
+import postgres, { type Sql } from 'postgres';
 import t from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
 import { startCluster } from '../helpers/cluster.ts';
@@ -11,6 +11,31 @@ import { setTier } from '../helpers/limiter.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const SUBJECT = 'ip:203.0.113.9';
+
+/** A lease as rate_decide returns it, with its decision's reset (the expiry of the bucket it charged). */
+interface Lease {
+  readonly slot: number | null;
+  readonly token: number | null;
+  readonly reset: number;
+}
+
+/** `count` decisions for SUBJECT in one statement, leases of `ttl` seconds (0: none), the clock moved by `ahead`. */
+async function decideLeases(sql: Sql, count: number, ttl: number, ahead = 0): Promise<Lease[]> {
+  return (await sql`
+    select lease_slot as slot, lease_token as token, reset::int from rate_decide(array_fill(null::text, array[${count}::int]),
+      array_fill(${SUBJECT}::text, array[${count}::int]), array_fill('anonymous'::text, array[${count}::int]),
+      array_fill(1, array[${count}::int]), array_fill(${ahead}::float8, array[${count}::int]), ${ttl}::int,
+      '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])
+    where outcome = 'ok'`) as unknown as Lease[];
+}
+
+/** Releases `leases` in one rate_release, each giving back `refund` units (a 304's) to its decision's bucket. */
+async function releaseLeases(sql: Sql, leases: readonly Lease[], refund = 0): Promise<void> {
+  const list = (values: readonly unknown[]) => `{${values.join(',')}}`;
+  await sql`select rate_release(${list(leases.map(() => `"${SUBJECT}"`))}::text[], ${list(leases.map((lease) => lease.slot))}::int[],
+    ${list(leases.map((lease) => lease.token))}::bigint[], ${list(leases.map(() => refund))}::int[],
+    ${list(leases.map((lease) => lease.reset))}::bigint[])`;
+}
 
 t.test('a subject with many lease slots keeps its row uncompressed up to 4,000 bytes', async (t) => {
   // On a private cluster: on the shared test server, the transactions of the test files running beside this
@@ -99,18 +124,8 @@ t.test("released slots at the end of a subject's arrays are dropped when rate_de
   const sql = database.sql;
   await setTier(sql, 'anonymous', { allowance: 1_000_000, windowSeconds: 60, concurrency: 1_000 });
 
-  /** `count` decisions for SUBJECT in one statement, leases of `ttl` seconds (0: none), the clock moved by `ahead`. */
-  const decide = async (count: number, ttl: number, ahead = 0) =>
-    (await sql`
-      select lease_slot as slot, lease_token as token from rate_decide(array_fill(null::text, array[${count}::int]),
-        array_fill(${SUBJECT}::text, array[${count}::int]), array_fill('anonymous'::text, array[${count}::int]),
-        array_fill(1, array[${count}::int]), array_fill(${ahead}::float8, array[${count}::int]), ${ttl}::int,
-        '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])
-      where outcome = 'ok'`) as unknown as { slot: number | null; token: number | null }[];
-  const release = async (leases: readonly { slot: number | null; token: number | null }[]) => {
-    await sql`select rate_release(${`{${leases.map(() => `"${SUBJECT}"`).join(',')}}`}::text[],
-      ${`{${leases.map((lease) => lease.slot).join(',')}}`}::int[], ${`{${leases.map((lease) => lease.token).join(',')}}`}::bigint[])`;
-  };
+  const decide = (count: number, ttl: number, ahead = 0) => decideLeases(sql, count, ttl, ahead);
+  const release = (leases: readonly Lease[]) => releaseLeases(sql, leases);
   const stored = async () => {
     const [row] = await sql`
       select cardinality(lease_tokens) as slots, cardinality(lease_expires) as expiries, lease_seq::int as seq,
@@ -163,14 +178,7 @@ t.test('slots at the end whose lease expired a minute ago are dropped, released 
   const sql = database.sql;
   // An hour's window: the units charged at the start still count at the end, so a refund could still apply.
   await setTier(sql, 'anonymous', { allowance: 1_000_000, windowSeconds: 3600, concurrency: 1_000 });
-  /** As in the test above: `count` decisions, leases of `ttl` seconds, the clock moved by `ahead`. */
-  const decide = async (count: number, ttl: number, ahead = 0) =>
-    (await sql`
-      select lease_slot as slot, lease_token as token, reset::int from rate_decide(array_fill(null::text, array[${count}::int]),
-        array_fill(${SUBJECT}::text, array[${count}::int]), array_fill('anonymous'::text, array[${count}::int]),
-        array_fill(1, array[${count}::int]), array_fill(${ahead}::float8, array[${count}::int]), ${ttl}::int,
-        '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])
-      where outcome = 'ok'`) as unknown as { slot: number; token: number; reset: number }[];
+  const decide = (count: number, ttl: number, ahead = 0) => decideLeases(sql, count, ttl, ahead);
   const stored = async () => {
     const [row] = await sql`select cardinality(lease_tokens) as slots, used::int from rate_windows where subject = ${SUBJECT}`;
     return row as { slots: number; used: number };
@@ -188,14 +196,13 @@ t.test('slots at the end whose lease expired a minute ago are dropped, released 
   t.equal(reused!.slot, 1, 'an expired slot is taken again, the lowest first');
 
   // The held lease ends; a minute after the others expired, the slots above the one still held go.
-  await sql`select rate_release(${`{"${SUBJECT}"}`}::text[], ${`{${held!.slot}}`}::int[], ${`{${held!.token}}`}::bigint[])`;
+  await releaseLeases(sql, [held!]);
   await decide(1, 0, 62);
   t.equal((await stored()).slots, 1, 'only the slot of the lease still held is kept');
 
   // A release of a dropped slot's lease, sent far too late with a 304's units, finds nothing to give back.
   const before = await stored();
   const late = abandoned[9]!;
-  await sql`select rate_release(${`{"${SUBJECT}"}`}::text[], ${`{${late.slot}}`}::int[], ${`{${late.token}}`}::bigint[],
-    '{1}'::int[], ${`{${late.reset}}`}::bigint[])`;
+  await releaseLeases(sql, [late], 1);
   t.same(await stored(), before, 'nothing changes: no slot, no refund');
 });
