@@ -186,13 +186,13 @@ async function measure(t: Test, name: string, inject: () => Promise<void>): Prom
   });
 
   const during = samples.filter((s) => s.started >= faultAt && s.started < watchedUntil);
-  const firstOkMs: Record<string, number> = {};
   const firstOk: Record<string, Sample | undefined> = {};
   for (const route of new Set(ROUTES)) {
-    const first = during.find((s) => s.route === route && s.status === 200 && s.ended >= acceptedAt);
-    firstOk[route] = first;
-    firstOkMs[route] = first ? Math.round(first.ended - acceptedAt) : Number.POSITIVE_INFINITY;
+    firstOk[route] = during.find((s) => s.route === route && s.status === 200 && s.ended >= acceptedAt);
   }
+  const firstOkMs: Record<string, number> = Object.fromEntries(
+    Object.entries(firstOk).map(([route, first]) => [route, first ? Math.round(first.ended - acceptedAt) : Number.POSITIVE_INFINITY]),
+  );
   // For a failure's diagnosis: the slowest route's requests that ended from 200 ms before the database was
   // back to its first 200, as "client: start + duration = status", times in ms from the database's return.
   const slowestRoute = Object.keys(firstOkMs).reduce((a, b) => (firstOkMs[a]! >= firstOkMs[b]! ? a : b));
