@@ -150,7 +150,7 @@ export const scenarios: Scenario[] = [
   { name: '100 items, br', server: 'service', path: HUNDRED_ITEMS, headers: { 'accept-encoding': 'gzip, deflate, br' } },
   {
     // A client polling the time variant's poll link of the newest events with the ETag it has: a 304, whose
-    // units the limiter gives back in the lease release (docs/rate-limit.md, "Conditional requests are free").
+    // units the limiter gives back in the lease release (docs/rate-limit.md, "Conditional requests").
     name: 'poll link, 304',
     server: 'service',
     expectStatus: 304,

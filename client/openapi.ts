@@ -608,7 +608,7 @@ export interface operations {
                 "name[prefix]"?: string;
             };
             header?: {
-                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that gives back the units of sending its items (those for rows read stay charged; `*` is charged in full) */
                 "If-None-Match"?: string;
             };
             path?: never;
@@ -621,7 +621,7 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -654,7 +654,7 @@ export interface operations {
             /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
             304: {
                 headers: {
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -825,7 +825,7 @@ export interface operations {
                 "totalCents[gte]"?: number;
             };
             header?: {
-                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that gives back the units of sending its items (those for rows read stay charged; `*` is charged in full) */
                 "If-None-Match"?: string;
             };
             path?: never;
@@ -838,7 +838,7 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -871,7 +871,7 @@ export interface operations {
             /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
             304: {
                 headers: {
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -1036,7 +1036,7 @@ export interface operations {
                 source?: string;
             };
             header?: {
-                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that gives back the units of sending its items (those for rows read stay charged; `*` is charged in full) */
                 "If-None-Match"?: string;
             };
             path?: never;
@@ -1049,7 +1049,7 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -1082,7 +1082,7 @@ export interface operations {
             /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
             304: {
                 headers: {
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";

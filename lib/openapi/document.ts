@@ -94,7 +94,8 @@ function collectionPath(collection: Collection): Schema {
           name: 'If-None-Match',
           in: 'header',
           required: false,
-          description: 'The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing',
+          description:
+            'The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that gives back the units of sending its items (those for rows read stay charged; `*` is charged in full)',
           schema: { type: 'string' },
         },
       ],

@@ -48,7 +48,8 @@ export const headerDocs = {
     schema: { type: 'string' },
   },
   ETag: {
-    description: "A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing",
+    description:
+      "A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it",
     schema: { type: 'string', pattern: '^W/"[A-Za-z0-9_-]+"$' },
   },
   'Cache-Control': {

@@ -96,5 +96,5 @@ export async function serveCollection(
     variant.serve({ ...query, cursorSecret: deps.cursorSecret, database: deps.database, collectionUrl, href }, plan),
     deps.database.queryDeadlineMs,
   );
-  return chunkResponse(collection.name, chunk, options.headers);
+  return chunkResponse(collection.name, chunk, deps.cursorSecret, options.headers);
 }

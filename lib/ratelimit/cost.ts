@@ -21,8 +21,21 @@ const MAX_COST = 2 ** 31 - 1;
  * with a 400 costs 1 unit. It never throws but for a bug. The cap at the tier's whole allowance is applied by the database, which knows the tier.
  */
 export function requestCost(collection: Collection | undefined, rawQuery: string, cursorSecret: string): number {
-  return collection ? queryCost(collection, readForCost(collection, rawQuery, cursorSecret)) : 1;
+  return collection ? queryCost(collection, readForCost(collection, rawQuery, cursorSecret)).units : 1;
 }
+
+/**
+ * A request's price, and the part of it that pays for sending the items. A 304 sends none, so those units
+ * are given back; the rest pays for rows read, skipped or counted, which a 304 reads all the same
+ * (docs/rate-limit.md, "Conditional requests").
+ */
+export interface Price {
+  readonly units: number;
+  readonly sending: number;
+}
+
+/** What anything that is not a well-formed collection query costs: 1 unit, which a 304 gives back. */
+export const ONE_UNIT: Price = { units: 1, sending: 1 };
 
 /**
  * The request's query as the handler reads it (readQuery), or undefined when the handler refuses it with a
@@ -37,14 +50,17 @@ export function readForCost(collection: Collection, rawQuery: string, cursorSecr
   }
 }
 
-/** The cost of a query read by readForCost: 1 unit for one the handler refuses (undefined). */
-export function queryCost(collection: Collection, read: ReadQuery | undefined): number {
-  return read === undefined ? 1 : Math.min(costOf(collection, read.plan), MAX_COST);
+/** The price of a query read by readForCost: 1 unit for one the handler refuses (undefined). */
+export function queryCost(collection: Collection, read: ReadQuery | undefined): Price {
+  if (read === undefined) return ONE_UNIT;
+  const sending = Math.ceil(read.plan.pageSize / collection.cost.itemsPerUnit);
+  return { units: Math.min(sending + readingUnits(collection, read.plan), MAX_COST), sending };
 }
 
-function costOf(collection: Collection, { pageSize, exactCount, offset, firstKey }: Reading): number {
+/** The units that pay for what PostgreSQL reads beyond the items: the count, the rows skipped, a sort. */
+function readingUnits(collection: Collection, { exactCount, offset, firstKey }: Reading): number {
   const { cost } = collection;
-  let units = Math.ceil(pageSize / cost.itemsPerUnit) + (exactCount ? cost.exactCount : 0);
+  let units = exactCount ? cost.exactCount : 0;
   const indexed = Object.hasOwn(cost.indexed, firstKey);
   // No index: every chunk reads and sorts the filtered rows, then skips the offset in the sorted output,
   // which is charged as along the slowest declared index.

@@ -42,7 +42,7 @@ export interface Decision {
 }
 
 /**
- * Units a lease's release gives back (a 304's: docs/rate-limit.md, "Conditional requests are free"): what
+ * Units a lease's release gives back (a 304's: docs/rate-limit.md, "Conditional requests"): what
  * its decision charged, and the expiry of the bucket they went into, which is the decision's `reset`.
  */
 interface Refund {

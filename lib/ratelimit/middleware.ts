@@ -2,6 +2,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
+import { matchesAny } from '../http/conditional.ts';
 import type { Config } from '../http/config.ts';
 import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
 import { socketAddress } from '../http/forwarding.ts';
@@ -9,7 +10,7 @@ import type { Metrics } from '../http/metrics.ts';
 import { addResponseHeaders } from '../http/response-headers.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import type { Registry } from '../pagination/registry.ts';
-import { queryCost, readForCost } from './cost.ts';
+import { ONE_UNIT, type Price, queryCost, readForCost } from './cost.ts';
 import { rateLimitHeaders } from './headers.ts';
 import { housekeeper } from './housekeeping.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
@@ -47,6 +48,12 @@ function isRegistration(c: Context): boolean {
   return c.req.method === 'POST' && c.req.path === '/v1/keys';
 }
 
+/** What a 304 gives back: the units that paid for sending, of those its decision charged; none to a `*`. */
+function refundOf(price: Price, charged: number, bucketExpiry: number, ifNoneMatch: string | undefined) {
+  const units = matchesAny(ifNoneMatch) ? 0 : Math.min(price.sending, charged);
+  return units > 0 ? { units, bucketExpiry } : undefined;
+}
+
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
   const { sql, config, registry, cursorSecret, log, metrics } = deps;
   const remoteAddress = options.remoteAddress ?? socketAddress;
@@ -65,12 +72,13 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));
     // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1. Its reading
     // goes to the collection handler, which serves it as read here (the context variable `readQuery`).
-    let cost = 1;
+    let price: Price = ONE_UNIT;
     if (collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD')) {
       const read = readForCost(collection, rawQueryOf(c.req.url), cursorSecret);
-      cost = queryCost(collection, read);
+      price = queryCost(collection, read);
       if (read !== undefined) c.set('readQuery', read);
     }
+    const cost = price.units;
     c.set('cost', cost); // for the request's log line
     const asked = performance.now();
     // An unreachable database, or no answer within the timeout, throws here (the limiter gives the decision
@@ -114,9 +122,12 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         // Released before the response leaves, so a client's next request never meets its own lease. A
         // release that fails is kept by the limiter and sent again once the database answers. A 503 (the
         // database failed this request) does not wait for it: its client waits for Retry-After anyway,
-        // and a connection that stopped answering would hold the answer up to the timeout. A 304 is free:
-        // its units go back with the release, and its headers report the allowance with them back.
-        const refund = c.res.status === 304 ? { units: decision.charged, bucketExpiry: decision.reset } : undefined;
+        // and a connection that stopped answering would hold the answer up to the timeout. A 304 sends no
+        // items: the units that paid for sending them go back with the release, and its headers report the
+        // allowance with them back; those that paid for reading, skipping and counting rows stay charged, since
+        // the 304 read them all the same. A 304 to `If-None-Match: *` gives nothing back: it proves nothing the
+        // client had, and would make any chunk free (docs/rate-limit.md, "Conditional requests").
+        const refund = c.res.status === 304 ? refundOf(price, decision.charged, decision.reset, c.req.header('if-none-match')) : undefined;
         if (refund !== undefined) {
           const refunded = rateLimitHeaders({ ...decision, remaining: decision.remaining + refund.units });
           // A 304 is made anew (lib/http/conditional.ts) with the headers of the chunk it stands for.
