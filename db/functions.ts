@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Sql } from 'postgres';
 
 /** The service's function files: every `.sql` of db/functions, by name. */
-export const functionsFolder = fileURLToPath(new URL('./functions', import.meta.url));
+const functionsFolder = fileURLToPath(new URL('./functions', import.meta.url));
 
 /** A function file: its name (the file's, without `.sql`) and its SQL, a `CREATE OR REPLACE FUNCTION`. */
 export interface FunctionFile {
