@@ -93,8 +93,8 @@ export const settings = pgTable('settings', {
 });
 
 // ---- Rate limit (docs/rate-limit.md, "The algorithm", "Tiers" and "In PostgreSQL"). The decision itself
-// is the plpgsql function rate_decide in the custom migration (db/migrations/0001_functions.sql, which
-// also inserts the default tiers); these tables are what it reads and writes.
+// is the plpgsql function rate_decide (db/functions/rate_decide.sql; the default tiers are inserted by the
+// custom migration db/migrations/0001_functions.sql); these tables are what it reads and writes.
 
 /** Tiers: an allowance of `allowance` units per `window_seconds`, and a cap on concurrent requests. */
 export const rateTiers = pgTable(
@@ -136,7 +136,7 @@ export const apiKeys = pgTable(
  * every update is a HOT update on the same page; rows stay uncompressed up to 4,000 bytes
  * (toast_tuple_target, 0005_rate_windows_toast_target.sql), so a subject with many lease slots is not
  * compressed again at every update; rate_decide drops the released slots at the end of the lease arrays
- * when it writes the row (0006_rate_decide_trim_leases.sql).
+ * when it writes the row (db/functions/rate_decide.sql).
  *
  * The window: `expires[i]` (Unix seconds, database clock) is when the `units[i]` units served in the
  * i-th bucket that still counts stop counting; expiries ascend, `used` is the sum of `units`, and

@@ -1,4 +1,4 @@
-// rate_decide's count of the leases in flight (db/migrations/0004_rate_decide_lease_count.sql): counted once
+// rate_decide's count of the leases in flight (db/functions/rate_decide.sql; since migration 0004): counted once
 // per subject and batch, then kept by each decision and release, and counted again when the clock reaches
 // the earliest expiry counted or goes back. Checked against a model of the cap over random statements of
 // releases (live, stale and repeated ones) and decisions, each decision at its own clock, on a clock frozen

@@ -1,4 +1,4 @@
-// rate_decide's fast path for a batch of one subject (db/migrations/0002_rate_decide_one_subject.sql) decides
+// rate_decide's fast path for a batch of one subject (db/functions/rate_decide.sql; since migration 0002) decides
 // exactly as its general path: random steps of decisions and releases go, as one statement each, to one
 // subject alone (the fast path) and, alike, to a second subject with a bystander beside it in every
 // statement (the general path, which joins and sorts several subjects); the answers must be the same.
