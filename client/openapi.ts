@@ -267,8 +267,13 @@ export interface components {
             offset: number;
             /** @description Items asked for */
             limit: number;
-            /** @description Items in the filtered set; absent with count=none */
+            /** @description Items in the filtered set, or the planner's estimate of it (see `count`); absent with count=none */
             size?: number;
+            /**
+             * @description Whether `size` is `exact` (counted) or `estimated` (the planner's estimate: the default above the collection's threshold, or count=estimated); absent with count=none
+             * @enum {string}
+             */
+            count?: "exact" | "estimated";
             products: components["schemas"]["ProductsItem"][];
             _links: {
                 /** @description This chunk */
@@ -289,8 +294,13 @@ export interface components {
             page: number;
             /** @description Items asked for */
             pageSize: number;
-            /** @description ⌈size / pageSize⌉; absent with count=none */
+            /** @description ⌈size / pageSize⌉, of the size or of its estimate (see `count`); absent with count=none */
             totalPages?: number;
+            /**
+             * @description Whether `totalPages` is `exact` (counted) or `estimated` (the planner's estimate: the default above the collection's threshold, or count=estimated); absent with count=none
+             * @enum {string}
+             */
+            count?: "exact" | "estimated";
             products: components["schemas"]["ProductsItem"][];
             _links: {
                 /** @description This chunk */
@@ -578,7 +588,7 @@ export interface operations {
                 offset?: number;
                 /** @description A comma list of `id`, `name`, `priceCents`, `createdAt`, each optionally prefixed with `-` (descending), each at most once; ties are broken by `id`. Default: `id`. Taken by offset, page, cursor pagination. */
                 sort?: string;
-                /** @description `exact` (the default): count(*) of the filtered set; `estimated` (or PostgREST's name `planned`): the planner's estimate; `none`: no size and no `last` link. Taken by offset, page pagination. */
+                /** @description Absent (the default): exact (count(*)) while the planner's estimate of the filtered set is under 10000 rows, the planner's estimate above it, and the chunk's `count` says which; `exact`: count(*) of the filtered set, charged by the rows it reads; `estimated` (or PostgREST's name `planned`): the planner's estimate; `none`: no size and no `last` link. Taken by offset, page pagination. */
                 count?: "exact" | "estimated" | "none" | "planned";
                 /** @description The zero-based page; offset = page-size × page, at most 2^53−1. Default 0. Picks page pagination. Taken by page pagination. */
                 page?: number;

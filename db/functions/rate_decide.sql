@@ -217,9 +217,9 @@ BEGIN
     IF e_kind = 0 THEN
       -- A release: the slot is freed only while this lease still holds it (an out-of-range slot reads NULL).
       IF v_found AND v_tokens[e_slot] = e_token THEN
-        -- A refund (a 304's units) goes back with the first release of its lease only: a release sent again
+        -- A refund (a 304's units, or a count's settlement: negative charges more) goes back with the first release of its lease only: a release sent again
         -- finds the lease released already (0), so the units never go back twice.
-        IF e_refund > 0 AND v_lease_expires[e_slot] <> 0 THEN
+        IF e_refund <> 0 AND v_lease_expires[e_slot] <> 0 THEN
           SELECT f.units, f.refunded INTO v_units, v_refunded FROM rate_refund(v_expires, v_units, e_refund_expiry, e_refund) f;
           v_used := v_used - v_refunded;
         END IF;

@@ -1,7 +1,7 @@
 -- Ends leases when no decision is going to the database to carry them (rate_decide's p_release_*):
 -- cheaper than rate_decide for that. Rows are locked in the same order as rate_decide locks them (subject,
 -- then slot), so the two never deadlock. A slot is freed only while the lease still holds it; a refund (a
--- 304's units, p_refunds with their bucket's expiry, p_refund_expiries) goes back with the first release of
+-- 304's units or a count's settlement, negative for units charged after, p_refunds with their bucket's expiry, p_refund_expiries) goes back with the first release of
 -- a live lease only, as in rate_decide.
 CREATE OR REPLACE FUNCTION rate_release(p_subjects text[], p_slots integer[], p_tokens bigint[],
                              p_refunds integer[] DEFAULT NULL, p_refund_expiries bigint[] DEFAULT NULL)
@@ -18,7 +18,7 @@ BEGIN
       FROM unnest(p_subjects, p_slots, p_tokens, p_refunds, p_refund_expiries) AS x(subject, slot, token, refund, refund_expiry)
     ORDER BY x.subject COLLATE "C", x.slot
   LOOP
-    IF r.refund > 0 THEN
+    IF r.refund <> 0 THEN
       -- As in rate_decide: with the first release of a live lease only.
       UPDATE rate_windows w SET lease_expires[r.slot] = 0,
           (units, used) = (SELECT f.units, w.used - f.refunded FROM rate_refund(w.expires, w.units, r.refund_expiry, r.refund) f)

@@ -4,6 +4,7 @@ import type { Sql } from 'postgres';
 import type { Database } from '../../db/client.ts';
 import { docsRoutes } from '../openapi/docs-page.ts';
 import { openApiDocument } from '../openapi/document.ts';
+import { estimateItems } from '../pagination/count.ts';
 import { type Links, linkHeader, linksObject, SERVICE_LINKS } from '../pagination/links.ts';
 import type { Registry } from '../pagination/registry.ts';
 import { serveCollection } from '../pagination/serve.ts';
@@ -100,7 +101,16 @@ export function buildApp(deps: AppDeps): Hono {
   // Everything under /v1 is rate-limited, errors included (docs/rate-limit.md, "What is limited"): the limiter comes first.
   if (deps.rateLimit) {
     const limiter = rateLimiter(
-      { sql: database.sql, limiter: database.limiter, config, registry, cursorSecret: deps.cursorSecret, log, metrics },
+      {
+        sql: database.sql,
+        limiter: database.limiter,
+        config,
+        registry,
+        cursorSecret: deps.cursorSecret,
+        estimate: (read) => estimateItems(database.reads, read.request.collection, read.request.filters),
+        log,
+        metrics,
+      },
       { remoteAddress: peer, ...deps.rateLimit },
     );
     app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
@@ -154,6 +164,7 @@ export function buildApp(deps: AppDeps): Hono {
       peer: peer(c),
       read: c.get('readQuery'),
       headers: c.get('responseHeaders'),
+      counted: (rows) => c.set('counted', rows),
     });
     takeResponseHeaders(c);
     return response;

@@ -70,8 +70,8 @@ const variantParamDocs: Record<VariantParam, (collection: Collection) => { descr
       schema: { type: 'string', pattern: `^${key}(?:,${key})*$`, examples: [sortKeys.length > 1 ? `-${sortKeys[1]},id` : sortKeys[0]] },
     };
   },
-  count: () => ({
-    description: `\`${COUNT_MODES[0]}\` (the default): count(*) of the filtered set; \`estimated\` (or PostgREST's name \`planned\`): the planner's estimate; \`none\`: no size and no \`last\` link.`,
+  count: (collection) => ({
+    description: `Absent (the default): exact (count(*)) while the planner's estimate of the filtered set is under ${collection.countThreshold} rows, the planner's estimate above it, and the chunk's \`count\` says which; \`exact\`: count(*) of the filtered set, charged by the rows it reads; \`estimated\` (or PostgREST's name \`planned\`): the planner's estimate; \`none\`: no size and no \`last\` link.`,
     schema: { type: 'string', enum: [...COUNT_MODES, 'planned'] },
   }),
 };

@@ -48,11 +48,20 @@ function itemSchema(collection: Collection): Schema {
 
 interface ChunkDoc {
   /** The variant's own fields, before the items; `required: false` for those a count mode leaves out. */
-  readonly fields: Record<string, { description: string; required: boolean }>;
+  readonly fields: Record<string, { description: string; required: boolean; schema?: Schema }>;
   /** The link relations of its `_links`, and whether each is always there. */
   readonly links: Record<string, { description: string; required: boolean }>;
   /** A rule over the links beyond which are required. */
   readonly linkRule?: Schema;
+}
+
+/** The field that says whether a chunk's size is a count or the planner's estimate. */
+function countField(sized: string) {
+  return {
+    description: `Whether \`${sized}\` is \`exact\` (counted) or \`estimated\` (the planner's estimate: the default above the collection's threshold, or count=estimated); absent with count=none`,
+    required: false,
+    schema: { type: 'string', enum: ['exact', 'estimated'] },
+  };
 }
 
 /** The chunk of each variant (docs/api.md, "The chunk" and "Links"); typed over the variants, so a new one needs its entry. */
@@ -61,7 +70,11 @@ const chunkDocs: Record<VariantName, ChunkDoc> = {
     fields: {
       offset: { description: 'Items skipped', required: true },
       limit: { description: 'Items asked for', required: true },
-      size: { description: 'Items in the filtered set; absent with count=none', required: false },
+      size: {
+        description: "Items in the filtered set, or the planner's estimate of it (see `count`); absent with count=none",
+        required: false,
+      },
+      count: countField('size'),
     },
     links: {
       self: { description: 'This chunk', required: true },
@@ -75,7 +88,11 @@ const chunkDocs: Record<VariantName, ChunkDoc> = {
     fields: {
       page: { description: 'The zero-based page', required: true },
       pageSize: { description: 'Items asked for', required: true },
-      totalPages: { description: '⌈size / pageSize⌉; absent with count=none', required: false },
+      totalPages: {
+        description: '⌈size / pageSize⌉, of the size or of its estimate (see `count`); absent with count=none',
+        required: false,
+      },
+      count: countField('totalPages'),
     },
     links: {
       self: { description: 'This chunk', required: true },
@@ -118,7 +135,10 @@ function required(entries: Record<string, { required: boolean }>): string[] {
 function chunkSchema(collection: Collection, variant: VariantName): Schema {
   const doc = chunkDocs[variant];
   const fields = Object.fromEntries(
-    Object.entries(doc.fields).map(([name, field]) => [name, { type: 'integer', minimum: 0, description: field.description }]),
+    Object.entries(doc.fields).map(([name, field]) => [
+      name,
+      { ...(field.schema ?? { type: 'integer', minimum: 0 }), description: field.description },
+    ]),
   );
   const links = Object.fromEntries(
     Object.entries(doc.links).map(([rel, link]) => [rel, { ...ref('Link'), description: link.description }]),

@@ -10,6 +10,8 @@ export interface Chunk {
   readonly fields: Record<string, unknown>;
   readonly items: unknown[];
   readonly links: Links;
+  /** The rows its count read, when it counted (the cost of a count settles at them). */
+  readonly counted?: number;
 }
 
 const itemsJsonOf = new WeakMap<readonly unknown[], string>();

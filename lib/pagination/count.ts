@@ -5,15 +5,20 @@ import { invalidParameter } from '../http/errors.ts';
 import { type Filter, filterCondition, filtersKey, filterValues } from './filters.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection } from './registry.ts';
-import { collectionKey, runShape, shapeOf } from './shapes.ts';
+import { collectionKey, literalLimit, runShape, shapeOf } from './shapes.ts';
 
-/** The values of `count`, the default first. */
+/** The values of `count` a request may send; without one, a chunk is counted in the `auto` mode. */
 export const COUNT_MODES = ['exact', 'estimated', 'none'] as const;
-export type CountMode = (typeof COUNT_MODES)[number];
+/**
+ * `auto`, the default: exact while the planner's estimate of the filtered set is under the collection's
+ * `countThreshold`, the estimate above it, so that the default chunk stays cheap at any size.
+ */
+export type CountMode = 'auto' | (typeof COUNT_MODES)[number];
 
 /** `planned` is PostgREST's name for the planner's estimate: accepted as `estimated`. */
 export function parseCountMode(params: QueryParams): CountMode {
-  const value = params.get('count') ?? 'exact';
+  const value = params.get('count');
+  if (value === undefined) return 'auto';
   if (value === 'planned') return 'estimated';
   if (!(COUNT_MODES as readonly string[]).includes(value)) {
     throw invalidParameter('count', 'must be one of exact, estimated (or planned), none');
@@ -21,35 +26,77 @@ export function parseCountMode(params: QueryParams): CountMode {
   return value as CountMode;
 }
 
+/** A chunk's size, and what finding it read. */
+export interface Size {
+  readonly size: number;
+  /** Whether `size` is the planner's estimate rather than a count. */
+  readonly estimated: boolean;
+  /** The rows the count read (0 for an estimate): what the count is charged, once settled. */
+  readonly counted: number;
+}
+
+function valuesOf(collection: Collection, filters: readonly Filter[]): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  filterValues(collection, filters, values);
+  return values;
+}
+
 /**
- * The size of the filtered collection in `mode`. Both counts are shapes (lib/pagination/shapes.ts): the exact
- * one a prepared count(*); the estimate a prepared EXPLAIN, which PostgreSQL plans for the values on every
- * call (the estimate depends on them: PostgREST's "planned" count), parsing it once per connection.
+ * The planner's row estimate of the filtered set: a prepared EXPLAIN, which PostgreSQL plans for the values
+ * on every call (the estimate depends on them: PostgREST's "planned" count), parsing it once per connection.
+ * Fast at any size: it reads statistics, no rows.
+ */
+export async function estimateItems(database: Database, collection: Collection, filters: readonly Filter[]): Promise<number> {
+  const { drizzle } = database;
+  const key = `${collectionKey(collection)}|estimate|${filtersKey(filters)}`;
+  const shape = shapeOf(database, key, () => {
+    const query = drizzle.select({ one: sql`1` }).from(collection.table).where(filterCondition(collection, filters)).toSQL();
+    return { toSQL: () => ({ ...query, sql: `explain (format json) ${query.sql}` }) };
+  });
+  const [row] = await runShape(database, shape, valuesOf(collection, filters));
+  const plan = (row?.[0] as [{ Plan: { 'Plan Rows': number } }] | undefined)?.[0]?.Plan;
+  return Math.round(plan?.['Plan Rows'] ?? 0);
+}
+
+/**
+ * The exact size of the filtered set, reading at most `cap` rows when a cap is given (a count over a
+ * subquery with a LIMIT): the count stops at the cap, whatever the table's size.
+ */
+async function countRows(database: Database, collection: Collection, filters: readonly Filter[], cap?: number): Promise<number> {
+  const { drizzle } = database;
+  const key = `${collectionKey(collection)}|count|${filtersKey(filters)}|${cap ?? ''}`;
+  const shape = shapeOf(database, key, () => {
+    const where = filterCondition(collection, filters);
+    if (cap === undefined) return drizzle.select({ n: sql<number>`count(*)` }).from(collection.table).where(where);
+    const rows = drizzle.select({ one: sql`1` }).from(collection.table).where(where).limit(literalLimit(cap)).as('capped');
+    return drizzle.select({ n: sql<number>`count(*)` }).from(rows);
+  });
+  const [row] = await runShape(database, shape, valuesOf(collection, filters));
+  return Number(row?.[0] ?? 0);
+}
+
+/**
+ * The size of the filtered collection in `mode` (undefined for `none`). `estimate` is the planner's estimate
+ * when the caller has it already (the rate limiter asks for it to price the count): not asked again.
  */
 export async function countItems(
   database: Database,
   collection: Collection,
   filters: readonly Filter[],
   mode: CountMode,
-): Promise<number | undefined> {
+  estimate?: number,
+): Promise<Size | undefined> {
   if (mode === 'none') return undefined;
-  const { drizzle } = database;
-  const values: Record<string, unknown> = {};
-  filterValues(collection, filters, values);
-  const where = () => filterCondition(collection, filters);
   if (mode === 'exact') {
-    const key = `${collectionKey(collection)}|count|${filtersKey(filters)}`;
-    const shape = shapeOf(database, key, () => drizzle.select({ n: sql<number>`count(*)` }).from(collection.table).where(where()));
-    const [row] = await runShape(database, shape, values);
-    return (row?.[0] as number | undefined) ?? 0;
+    const size = await countRows(database, collection, filters);
+    return { size, estimated: false, counted: size };
   }
-  // The planner's row estimate for the same WHERE: fast at any size.
-  const key = `${collectionKey(collection)}|estimate|${filtersKey(filters)}`;
-  const shape = shapeOf(database, key, () => {
-    const query = drizzle.select({ one: sql`1` }).from(collection.table).where(where()).toSQL();
-    return { toSQL: () => ({ ...query, sql: `explain (format json) ${query.sql}` }) };
-  });
-  const [row] = await runShape(database, shape, values);
-  const plan = (row?.[0] as [{ Plan: { 'Plan Rows': number } }] | undefined)?.[0]?.Plan;
-  return Math.round(plan?.['Plan Rows'] ?? 0);
+  const planned = estimate ?? (await estimateItems(database, collection, filters));
+  const threshold = collection.countThreshold;
+  if (mode === 'estimated' || planned >= threshold) return { size: planned, estimated: true, counted: 0 };
+  // Under the threshold by the estimate: counted, but never past it, should the estimate be far too low.
+  const counted = await countRows(database, collection, filters, threshold + 1);
+  return counted <= threshold
+    ? { size: counted, estimated: false, counted }
+    : { size: Math.max(planned, counted), estimated: true, counted };
 }

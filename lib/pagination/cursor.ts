@@ -86,7 +86,7 @@ export const cursorVariant = defineVariant<CursorPlan>({
   name: 'cursor',
   read(request) {
     const query = queryOf(request);
-    return { ...query, pageSize: parsePageSize(request), exactCount: false, offset: 0, firstKey: query.keys[0]!.field };
+    return { ...query, pageSize: parsePageSize(request), count: 'none', offset: 0, firstKey: query.keys[0]!.field };
   },
   async serve(request, query) {
     const { collection, params } = request;

@@ -6,7 +6,7 @@ const demoPageSize = { default: 20, max: 100 } as const;
 // Skipping rows along the primary key reads the heap in order (0.1 µs a row, measured on a million
 // products); along any other index it reads the heap at random (0.6 to 1.4 µs a row): docs/rate-limit.md, "What the numbers rest on".
 function demoCost(indexed: Record<string, number>): CostRule {
-  return { itemsPerUnit: 50, exactCount: 1, indexed: { id: 10_000, ...indexed } };
+  return { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000, ...indexed } };
 }
 
 /** The demo collections (docs/api.md, "Collections"). */

@@ -2,7 +2,7 @@
 import { asc, desc, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Database } from '../../db/client.ts';
-import { type CountMode, countItems, parseCountMode } from './count.ts';
+import { countItems, parseCountMode, type Size } from './count.ts';
 import { type Filter, filterCondition, filtersKey, filterValues } from './filters.ts';
 import type { Links } from './links.ts';
 import { MAX_SAFE, parseInteger, parseSize } from './params.ts';
@@ -16,7 +16,7 @@ export interface Positional {
   readonly items: Record<string, unknown>[];
   /** Whether an item follows the chunk: one row more than the chunk is fetched to know. */
   readonly more: boolean;
-  readonly size: number | undefined;
+  readonly size: Size | undefined;
 }
 
 /**
@@ -66,7 +66,7 @@ function positionalQuery(
 
 /** The items at [offset, offset + pageSize) in the request's order, and the size in the plan's count mode. */
 export async function fetchPositional(request: ChunkRequest, plan: PositionalPlan): Promise<Positional> {
-  const { offset, pageSize: limit, countMode } = plan;
+  const { offset, pageSize: limit, count, estimate } = plan;
   const { collection, database, filters, sort } = request;
   // The first chunk is a shape of its own: it skips nothing, and its plan needs no guess at the offset.
   const skips = offset > 0;
@@ -74,7 +74,7 @@ export async function fetchPositional(request: ChunkRequest, plan: PositionalPla
   const shape = shapeOf(database, key, () => positionalQuery(database, collection, filters, sort, skips, limit));
   const values: Record<string, unknown> = skips ? { offset } : {};
   filterValues(collection, filters, values);
-  const [rows, size] = await Promise.all([runShape(database, shape, values), countItems(database, collection, filters, countMode)]);
+  const [rows, size] = await Promise.all([runShape(database, shape, values), countItems(database, collection, filters, count, estimate)]);
   return { items: itemsOf(collection, rows, limit), more: rows.length > limit, size };
 }
 
@@ -86,14 +86,16 @@ function lastOffset(offset: number, limit: number, size: number): number {
 }
 
 /** A chunk at absolute positions: the offset and page variants' plan. */
-export interface PositionalPlan extends Reading {
-  readonly countMode: CountMode;
+export type PositionalPlan = Reading;
+
+/** The fields that say how big the set is: the size, and whether it is a count or the planner's estimate. */
+export function sizeFields(name: string, value: number | undefined, size: Size | undefined): Record<string, unknown> {
+  return value === undefined || size === undefined ? {} : { [name]: value, count: size.estimated ? 'estimated' : 'exact' };
 }
 
 /** The plan of a positional chunk of `pageSize` rows from `offset`, in the request's order. */
 export function positionalPlan(request: QueryRequest, offset: number, pageSize: number): PositionalPlan {
-  const countMode = parseCountMode(request.params);
-  return { pageSize, offset, countMode, exactCount: countMode === 'exact', firstKey: request.sort[0]!.field };
+  return { pageSize, offset, count: parseCountMode(request.params), firstKey: request.sort[0]!.field };
 }
 
 export const offsetVariant = defineVariant({
@@ -114,9 +116,9 @@ export const offsetVariant = defineVariant({
       next: more ? href({ limit, offset: offset + limit }) : undefined,
       prev: offset > 0 ? href({ limit, offset: Math.max(0, offset - limit) }) : undefined,
       first: href({ limit, offset: 0 }),
-      last: size !== undefined ? href({ limit, offset: lastOffset(offset, limit, size) }) : undefined,
+      last: size !== undefined ? href({ limit, offset: lastOffset(offset, limit, size.size) }) : undefined,
     };
-    const fields = size === undefined ? { offset, limit } : { offset, limit, size };
-    return { fields, items, links };
+    const fields = { offset, limit, ...sizeFields('size', size?.size, size) };
+    return { fields, items, links, counted: size?.counted };
   },
 });

@@ -2,7 +2,7 @@
 
 import { invalidParameter } from '../http/errors.ts';
 import type { Links } from './links.ts';
-import { fetchPositional, positionalPlan } from './offset.ts';
+import { fetchPositional, positionalPlan, sizeFields } from './offset.ts';
 import { MAX_SAFE, parseInteger, parseSize } from './params.ts';
 import { defineVariant } from './variants.ts';
 
@@ -24,7 +24,7 @@ export const pageVariant = defineVariant({
     const { pageSize } = plan;
     const page = plan.offset / pageSize;
     const { items, more, size } = await fetchPositional(request, plan);
-    const totalPages = size === undefined ? undefined : Math.ceil(size / pageSize);
+    const totalPages = size === undefined ? undefined : Math.ceil(size.size / pageSize);
     const links: Links = {
       self: href({ page, 'page-size': pageSize }),
       next: more ? href({ page: page + 1, 'page-size': pageSize }) : undefined,
@@ -32,7 +32,7 @@ export const pageVariant = defineVariant({
       first: href({ page: 0, 'page-size': pageSize }),
       last: totalPages !== undefined ? href({ page: Math.max(0, totalPages - 1), 'page-size': pageSize }) : undefined,
     };
-    const fields = totalPages === undefined ? { page, pageSize } : { page, pageSize, totalPages };
-    return { fields, items, links };
+    const fields = { page, pageSize, ...sizeFields('totalPages', totalPages, size) };
+    return { fields, items, links, counted: size?.counted };
   },
 });

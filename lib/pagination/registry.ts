@@ -16,13 +16,14 @@ export interface SortKey {
 /**
  * What a request costs, in allowance units (docs/rate-limit.md, "Cost";
  * lib/ratelimit/cost.ts applies it). A unit is about a millisecond of database time: one unit per
- * started `itemsPerUnit` items of the chunk, plus `exactCount` when the chunk carries an exact count,
+ * started `itemsPerUnit` items of the chunk, plus one per whole `countedPerUnit` rows a count reads,
  * plus what the sort makes PostgreSQL read before the chunk: the rows an offset skips, and the whole
  * filtered set when no index serves the sort's first key.
  */
 export interface CostRule {
   readonly itemsPerUnit: number;
-  readonly exactCount: number;
+  /** Rows a count reads per unit, as for an offset along the index it counts with. */
+  readonly countedPerUnit: number;
   /**
    * The sort keys (and the time field) that an index on (key, id) serves, each with the number of rows
    * an offset skips along that index per unit (measured: docs/rate-limit.md, "What the numbers rest on"). A key missing here has no index.
@@ -50,7 +51,15 @@ export interface CollectionDeclaration {
   readonly timeField?: string;
   readonly pageSize: { readonly default: number; readonly max: number };
   readonly cost: CostRule;
+  /**
+   * The default count (no `count` parameter) is exact while the planner's estimate of the filtered set is
+   * under this many rows, and the estimate from it on (default DEFAULT_COUNT_THRESHOLD).
+   */
+  readonly countThreshold?: number;
 }
+
+/** About a millisecond of counting on PostgreSQL (docs/rate-limit.md, "Counts"), so the default chunk stays cheap. */
+export const DEFAULT_COUNT_THRESHOLD = 10_000;
 
 export interface Field {
   readonly name: string;
@@ -60,8 +69,9 @@ export interface Field {
   readonly selection: AnyPgColumn | SQL.Aliased;
 }
 
-export interface Collection extends Omit<CollectionDeclaration, 'fields' | 'defaultSort'> {
+export interface Collection extends Omit<CollectionDeclaration, 'fields' | 'defaultSort' | 'countThreshold'> {
   readonly fields: ReadonlyMap<string, Field>;
+  readonly countThreshold: number;
   readonly selection: Record<string, AnyPgColumn | SQL.Aliased>;
   readonly defaultSort: readonly SortKey[];
 }
@@ -95,7 +105,10 @@ export function defineCollection(declaration: CollectionDeclaration): Collection
   if (declaration.variants.includes('time') && fields.get(declaration.timeField ?? '')?.type !== 'timestamp') {
     fail('the time variant needs a timestamp timeField');
   }
-  const { indexed, unindexedSort } = declaration.cost;
+  const { indexed, unindexedSort, countedPerUnit } = declaration.cost;
+  if (!(Number.isSafeInteger(countedPerUnit) && countedPerUnit > 0)) fail('countedPerUnit must be a positive whole number of rows');
+  const countThreshold = declaration.countThreshold ?? DEFAULT_COUNT_THRESHOLD;
+  if (!(Number.isSafeInteger(countThreshold) && countThreshold >= 0)) fail('countThreshold must be a whole number of rows');
   for (const [key, rows] of Object.entries(indexed)) {
     if (!fields.has(key)) fail(`cost of an index on unknown field ${key}`);
     if (!(Number.isSafeInteger(rows) && rows > 0)) fail(`cost of the index on ${key} must be a positive whole number of rows`);
@@ -111,7 +124,7 @@ export function defineCollection(declaration: CollectionDeclaration): Collection
   if (unindexed !== undefined && !(Number.isSafeInteger(unindexedSort) && unindexedSort! > 0)) {
     fail(`${unindexed} has no index declared in its cost rule, so the rule needs a positive unindexedSort`);
   }
-  return Object.freeze({ ...declaration, fields, selection, defaultSort });
+  return Object.freeze({ ...declaration, fields, selection, defaultSort, countThreshold });
 }
 
 export type Registry = ReadonlyMap<string, Collection>;

@@ -61,6 +61,8 @@ declare module 'hono' {
    */
   interface ContextVariableMap {
     readQuery: ReadQuery;
+    /** The rows the chunk's count read, once served (ServeOptions.counted): the rate limiter settles the count's price by it. */
+    counted: number;
   }
 }
 
@@ -75,6 +77,8 @@ export interface ServeOptions {
   readonly read?: ReadQuery | undefined;
   /** Headers the response carries besides its own (request id, CORS, rate limit: lib/http/response-headers.ts). */
   readonly headers?: PendingHeaders | undefined;
+  /** Told the rows the chunk's count read, when it counted. */
+  readonly counted?: (rows: number) => void;
 }
 
 export async function serveCollection(
@@ -96,5 +100,6 @@ export async function serveCollection(
     variant.serve({ ...query, cursorSecret: deps.cursorSecret, database: deps.database, collectionUrl, href }, plan),
     deps.database.queryDeadlineMs,
   );
+  if (chunk.counted !== undefined) options.counted?.(chunk.counted);
   return chunkResponse(collection.name, chunk, deps.cursorSecret, options.headers);
 }

@@ -139,7 +139,7 @@ export const timeVariant = defineVariant<TimePlan>({
   name: 'time',
   read(request) {
     const query = queryOf(request);
-    return { ...query, pageSize: parsePageSize(request), exactCount: false, offset: 0, firstKey: timeField(request.collection) };
+    return { ...query, pageSize: parsePageSize(request), count: 'none', offset: 0, firstKey: timeField(request.collection) };
   },
   async serve(request, query) {
     const { collection } = request;

@@ -1,7 +1,9 @@
 // What a pagination variant is, and how a request picks one (docs/api.md, "Choosing the variant").
+
 import type { Database } from '../../db/client.ts';
 import { conflictingParameters, invalidCursor, invalidParameter } from '../http/errors.ts';
 import type { Chunk } from './chunk.ts';
+import type { CountMode } from './count.ts';
 import { type CursorPayload, decodeCursor } from './cursor-token.ts';
 import type { Filter } from './filters.ts';
 import type { linkBuilder } from './links.ts';
@@ -32,8 +34,10 @@ export interface ChunkRequest extends QueryRequest {
 /** What a chunk makes PostgreSQL read: what the cost rule charges (lib/ratelimit/cost.ts). */
 export interface Reading {
   readonly pageSize: number;
-  /** Whether the chunk carries an exact count. */
-  readonly exactCount: boolean;
+  /** How the chunk is counted ('none' for the keyset variants). */
+  readonly count: CountMode;
+  /** The planner's estimate of the filtered set, once the rate limiter asked for it to price the count. */
+  readonly estimate?: number;
   /** The rows skipped before the chunk (0 for the keyset variants). */
   readonly offset: number;
   /** The first key of the chunk's order, which decides whether an index serves it. */

@@ -11,7 +11,7 @@ const MAX_COST = 2 ** 31 - 1;
 
 /**
  * The cost of a collection query by its collection's rule (CostRule in lib/pagination/registry.ts): one unit per
- * started `itemsPerUnit` items of the page size asked for, plus `exactCount` for an exact count, plus
+ * started `itemsPerUnit` items of the page size asked for, plus one per whole `countedPerUnit` rows a count reads, plus
  * one unit per whole `indexed[key]` rows an offset skips along the index of the order's first key, plus
  * `unindexedSort` when that key has no index.
  *
@@ -20,8 +20,8 @@ const MAX_COST = 2 ** 31 - 1;
  * filters, sort, sizes, positions, cursor) exactly as the handler does, and anything the handler would refuse
  * with a 400 costs 1 unit. It never throws but for a bug. The cap at the tier's whole allowance is applied by the database, which knows the tier.
  */
-export function requestCost(collection: Collection | undefined, rawQuery: string, cursorSecret: string): number {
-  return collection ? queryCost(collection, readForCost(collection, rawQuery, cursorSecret)).units : 1;
+export function requestCost(collection: Collection | undefined, rawQuery: string, cursorSecret: string, estimate?: number): number {
+  return collection ? queryCost(collection, readForCost(collection, rawQuery, cursorSecret), estimate).units : 1;
 }
 
 /**
@@ -32,10 +32,30 @@ export function requestCost(collection: Collection | undefined, rawQuery: string
 export interface Price {
   readonly units: number;
   readonly sending: number;
+  /** The units of `units` that pay for counting, priced from the planner's estimate; settled once counted. */
+  readonly counting: number;
+  /** Rows a count reads per unit (the collection's `countedPerUnit`). */
+  readonly countedPerUnit: number;
 }
 
 /** What anything that is not a well-formed collection query costs: 1 unit, which a 304 gives back. */
-export const ONE_UNIT: Price = { units: 1, sending: 1 };
+export const ONE_UNIT: Price = { units: 1, sending: 1, counting: 0, countedPerUnit: 1 };
+
+/**
+ * Whether pricing `read` needs the planner's estimate of its filtered set: it carries a count (`exact`, or
+ * the default `auto`, which counts only under the collection's threshold).
+ */
+export function needsEstimate(read: ReadQuery | undefined): boolean {
+  return read !== undefined && (read.plan.count === 'exact' || read.plan.count === 'auto');
+}
+
+/**
+ * How many more units a request costs once its count has read `counted` rows than were charged for
+ * counting up front (negative: units to give back): the count settles at what it read.
+ */
+export function countSettlement(price: Price, counted: number | undefined): number {
+  return counted === undefined ? 0 : Math.floor(counted / price.countedPerUnit) - price.counting;
+}
 
 /**
  * The request's query as the handler reads it (readQuery), or undefined when the handler refuses it with a
@@ -50,17 +70,26 @@ export function readForCost(collection: Collection, rawQuery: string, cursorSecr
   }
 }
 
-/** The price of a query read by readForCost: 1 unit for one the handler refuses (undefined). */
-export function queryCost(collection: Collection, read: ReadQuery | undefined): Price {
+/**
+ * The price of a query read by readForCost: 1 unit for one the handler refuses (undefined). A count is priced
+ * from `estimate`, the planner's estimate of the filtered set (needsEstimate): an exact count reads them all,
+ * the default one only those under the collection's threshold.
+ */
+export function queryCost(collection: Collection, read: ReadQuery | undefined, estimate = 0): Price {
   if (read === undefined) return ONE_UNIT;
-  const sending = Math.ceil(read.plan.pageSize / collection.cost.itemsPerUnit);
-  return { units: Math.min(sending + readingUnits(collection, read.plan), MAX_COST), sending };
+  const { cost, countThreshold } = collection;
+  const sending = Math.ceil(read.plan.pageSize / cost.itemsPerUnit);
+  const { count } = read.plan;
+  const rows = count === 'exact' || (count === 'auto' && estimate < countThreshold) ? estimate : 0;
+  const counting = Math.floor(rows / cost.countedPerUnit);
+  const units = Math.min(sending + counting + readingUnits(collection, read.plan), MAX_COST);
+  return { units, sending, counting, countedPerUnit: cost.countedPerUnit };
 }
 
-/** The units that pay for what PostgreSQL reads beyond the items: the count, the rows skipped, a sort. */
-function readingUnits(collection: Collection, { exactCount, offset, firstKey }: Reading): number {
+/** The units that pay for what PostgreSQL reads beyond the items and the count: the rows skipped, a sort. */
+function readingUnits(collection: Collection, { offset, firstKey }: Reading): number {
   const { cost } = collection;
-  let units = exactCount ? cost.exactCount : 0;
+  let units = 0;
   const indexed = Object.hasOwn(cost.indexed, firstKey);
   // No index: every chunk reads and sorts the filtered rows, then skips the offset in the sorted output,
   // which is charged as along the slowest declared index.

@@ -10,7 +10,8 @@ import type { Metrics } from '../http/metrics.ts';
 import { addResponseHeaders } from '../http/response-headers.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import type { Registry } from '../pagination/registry.ts';
-import { ONE_UNIT, type Price, queryCost, readForCost } from './cost.ts';
+import type { ReadQuery } from '../pagination/serve.ts';
+import { countSettlement, needsEstimate, ONE_UNIT, type Price, queryCost, readForCost } from './cost.ts';
 import { rateLimitHeaders } from './headers.ts';
 import { housekeeper } from './housekeeping.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
@@ -38,6 +39,8 @@ export interface LimiterDeps {
   readonly registry: Registry;
   /** Verifies cursors, so that the cost rule charges what the handler will serve (lib/ratelimit/cost.ts). */
   readonly cursorSecret: string;
+  /** The planner's estimate of a query's filtered set, which prices its count (lib/ratelimit/cost.ts). */
+  readonly estimate: (read: ReadQuery) => Promise<number>;
   readonly log: (error: unknown) => void;
   /** Counts decisions, their latency and the limiter's statements; absent: nothing is counted. */
   readonly metrics?: Metrics;
@@ -48,10 +51,14 @@ function isRegistration(c: Context): boolean {
   return c.req.method === 'POST' && c.req.path === '/v1/keys';
 }
 
-/** What a 304 gives back: the units that paid for sending, of those its decision charged; none to a `*`. */
-function refundOf(price: Price, charged: number, bucketExpiry: number, ifNoneMatch: string | undefined) {
-  const units = matchesAny(ifNoneMatch) ? 0 : Math.min(price.sending, charged);
-  return units > 0 ? { units, bucketExpiry } : undefined;
+/**
+ * What the release of an admitted request gives back (negative: charges more), of what its decision charged:
+ * a 304's sending units, none to a `*`; and the difference between the count's price and its rows.
+ */
+function refundOf(c: Context, price: Price, charged: number, bucketExpiry: number) {
+  const notModified = c.res.status === 304 && !matchesAny(c.req.header('if-none-match'));
+  const units = Math.min((notModified ? price.sending : 0) - countSettlement(price, c.get('counted')), charged);
+  return units !== 0 ? { units, bucketExpiry } : undefined;
 }
 
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
@@ -74,8 +81,14 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     // goes to the collection handler, which serves it as read here (the context variable `readQuery`).
     let price: Price = ONE_UNIT;
     if (collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD')) {
-      const read = readForCost(collection, rawQueryOf(c.req.url), cursorSecret);
-      price = queryCost(collection, read);
+      let read = readForCost(collection, rawQueryOf(c.req.url), cursorSecret);
+      if (read !== undefined && needsEstimate(read)) {
+        // A count is priced by the rows it will read: the planner's estimate, asked for before the decision
+        // and handed to the handler with the reading, so that it is not asked for again.
+        const estimate = await deps.estimate(read);
+        read = { ...read, plan: { ...read.plan, estimate } };
+      }
+      price = queryCost(collection, read, read?.plan.estimate);
       if (read !== undefined) c.set('readQuery', read);
     }
     const cost = price.units;
@@ -127,9 +140,11 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         // allowance with them back; those that paid for reading, skipping and counting rows stay charged, since
         // the 304 read them all the same. A 304 to `If-None-Match: *` gives nothing back: it proves nothing the
         // client had, and would make any chunk free (docs/rate-limit.md, "Conditional requests").
-        const refund = c.res.status === 304 ? refundOf(price, decision.charged, decision.reset, c.req.header('if-none-match')) : undefined;
-        if (refund !== undefined) {
-          const refunded = rateLimitHeaders({ ...decision, remaining: decision.remaining + refund.units });
+        // A count settles at the rows it read: what the estimate overcharged goes back with the release, and
+        // what it undercharged is charged with it, so that the client's next request sees it.
+        const refund = refundOf(c, price, decision.charged, decision.reset);
+        if (refund !== undefined && c.res.status !== 503) {
+          const refunded = rateLimitHeaders({ ...decision, remaining: Math.max(0, decision.remaining + refund.units) });
           // A 304 is made anew (lib/http/conditional.ts) with the headers of the chunk it stands for.
           const target = c.res.headers;
           for (const name in refunded) target.set(name, refunded[name]!);

@@ -10,18 +10,17 @@ t.test(
   async (t) => {
     const api = await testApp(t, { seed: { products: 30 }, rateLimit: true });
     const origin = await listening(t, api.app);
-    const path = `${origin}/v1/products?limit=10`; // 10 items (1 unit) and an exact count (1 unit): 2 units
+    const path = `${origin}/v1/products?limit=10`; // 10 items (1 unit); a count of 30 rows reads under a unit's worth
     const first = await fetch(path);
     t.equal(first.status, 200);
     const etag = first.headers.get('etag')!;
     t.match(etag, /^W\/"[A-Za-z0-9_-]{27}"$/);
     t.equal(first.headers.get('cache-control'), 'private, no-cache');
-    t.equal(limits(first).remaining, 58);
+    t.equal(limits(first).remaining, 59);
     t.equal((await fetch(path)).headers.get('etag'), etag, 'the same chunk, the same tag');
 
     const before = await chargedUnits(api.database.sql);
-    t.equal(before, 4);
-    let remaining = 56;
+    t.equal(before, 2);
     for (const header of [etag, etag.slice(2), `"other", ${etag}`]) {
       const res = await fetch(path, { headers: { 'if-none-match': header } });
       t.equal(res.status, 304, header);
@@ -29,37 +28,33 @@ t.test(
       t.equal(res.headers.get('etag'), etag, header);
       t.equal(res.headers.get('cache-control'), 'private, no-cache', header);
       t.equal(res.headers.get('content-type'), null, header);
-      remaining -= 1;
-      t.equal(limits(res).remaining, remaining, `${header}: the count's unit charged, the sending unit given back`);
+      t.equal(limits(res).remaining, 58, `${header}: the allowance as it was, with the sending unit back`);
       t.equal(limits(res).limit, 60, header);
-      t.match(res.headers.get('ratelimit'), new RegExp(`;r=${remaining};`), header);
+      t.match(res.headers.get('ratelimit'), /;r=58;/, header);
       t.equal(res.headers.get('link'), null, `${header}: no links of a body it does not send`);
       t.match(res.headers.get('x-request-id'), /^[0-9a-f-]{36}$/, `${header}: its own request id`);
       t.equal(res.headers.get('access-control-allow-origin'), '*', `${header}: readable by a page`);
     }
-    t.equal(await chargedUnits(api.database.sql), before + 3, 'three 304s: one unit each, for the count');
+    t.equal(await chargedUnits(api.database.sql), before, 'three 304s of a cheap chunk cost nothing');
 
     const star = await fetch(path, { headers: { 'if-none-match': '*' } });
     t.equal(star.status, 304, '* matches the current chunk');
-    t.equal(limits(star).remaining, remaining - 2, '* gives nothing back');
-    remaining -= 2;
+    t.equal(limits(star).remaining, 57, '* gives nothing back');
 
     const miss = await fetch(path, { headers: { 'if-none-match': 'W/"not-this-one"' } });
     t.equal(miss.status, 200, 'another tag: the chunk, charged');
-    t.equal(limits(miss).remaining, remaining - 2);
-    remaining -= 2;
+    t.equal(limits(miss).remaining, 56);
 
     const head = await fetch(path, { method: 'HEAD', headers: { 'if-none-match': etag } });
     t.equal(head.status, 304, 'HEAD too');
-    t.equal(limits(head).remaining, remaining - 1);
-    remaining -= 1;
+    t.equal(limits(head).remaining, 56);
 
     await api.database.sql`update products set name = 'Renamed' where id = 3`;
     const changed = await fetch(path, { headers: { 'if-none-match': etag } });
     t.equal(changed.status, 200, 'a changed item changes the tag');
     t.not(changed.headers.get('etag'), etag);
-    t.equal(limits(changed).remaining, remaining - 2, 'and the chunk is charged');
-    t.equal(await chargedUnits(api.database.sql), 60 - remaining + 2);
+    t.equal(limits(changed).remaining, 55, 'and the chunk is charged');
+    t.equal(await chargedUnits(api.database.sql), 5);
   },
 );
 

@@ -37,7 +37,7 @@ t.test('a collection added to the registry appears in the document, with what it
     sortKeys: ['label', 'madeAt'],
     defaultSort: '-madeAt',
     pageSize: { default: 5, max: 7 },
-    cost: { itemsPerUnit: 10, exactCount: 1, indexed: { id: 1000, label: 100, madeAt: 100 } },
+    cost: { itemsPerUnit: 10, countedPerUnit: 5_000, indexed: { id: 1000, label: 100, madeAt: 100 } },
   });
   const document: any = openApiDocument(createRegistry([...demoRegistry().values(), widgets]));
   t.same((await validate(structuredClone(document))).valid, true, 'still valid');
@@ -58,7 +58,7 @@ t.test('a collection added to the registry appears in the document, with what it
   t.same(operation.responses['200'].content['application/json'].schema, {
     oneOf: [{ $ref: '#/components/schemas/WidgetsPageChunk' }, { $ref: '#/components/schemas/WidgetsCursorChunk' }],
   });
-  t.same(Object.keys(document.components.schemas.WidgetsPageChunk.properties), ['page', 'pageSize', 'totalPages', 'widgets', '_links']);
+  t.same(Object.keys(document.components.schemas.WidgetsPageChunk.properties), ['page', 'pageSize', 'totalPages', 'count', 'widgets', '_links']);
   t.same(document.paths['/v1'].get.responses['200'].content['application/json'].schema.properties._links.required, [
     'self',
     'products',

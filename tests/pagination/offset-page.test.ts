@@ -12,10 +12,11 @@ t.test('offset and page chunks', async (t) => {
     const { status, body, headers } = await json('/v1/products');
     t.equal(status, 200);
     t.match(headers.get('content-type'), /^application\/json/);
-    t.same(Object.keys(body), ['offset', 'limit', 'size', 'products', '_links']);
+    t.same(Object.keys(body), ['offset', 'limit', 'size', 'count', 'products', '_links']);
     t.equal(body.offset, 0);
     t.equal(body.limit, 20);
     t.equal(body.size, SIZE);
+    t.equal(body.count, 'exact', 'a small set: counted');
     t.same(
       body.products.map((p: any) => p.id),
       ids.slice(0, 20),
@@ -75,7 +76,7 @@ t.test('offset and page chunks', async (t) => {
 
   t.test('page: offset = page-size × page, zero-based; page envelope', async (t) => {
     const { body } = await json('/v1/products?page=3&page-size=9');
-    t.same(Object.keys(body), ['page', 'pageSize', 'totalPages', 'products', '_links']);
+    t.same(Object.keys(body), ['page', 'pageSize', 'totalPages', 'count', 'products', '_links']);
     t.equal(body.page, 3);
     t.equal(body.pageSize, 9);
     t.equal(body.totalPages, Math.ceil(SIZE / 9));

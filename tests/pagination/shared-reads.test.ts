@@ -98,7 +98,7 @@ const countedCollection = defineCollection({
   sortKeys: ['id'],
   defaultSort: 'id',
   pageSize: { default: 5, max: 100 },
-  cost: { itemsPerUnit: 50, exactCount: 1, indexed: { id: 10_000 } },
+  cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 } },
 });
 
 /** A view whose column `n` is drawn from a sequence at every read: two statements never answer alike. */

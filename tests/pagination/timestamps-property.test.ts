@@ -147,7 +147,7 @@ t.test('through the real service: before, after and a timestamp filter are a 200
     sortKeys: ['id'],
     defaultSort: 'id',
     pageSize: { default: 20, max: 100 },
-    cost: { itemsPerUnit: 50, exactCount: 1, indexed: { id: 10_000 } },
+    cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 } },
   });
   const api = await testApp(t, { registry: createRegistry([...demoRegistry().values(), stamped]) });
   await api.database

@@ -289,7 +289,7 @@ t.test('readQuery returns the variant, the parsed filters and the sort with its 
     { field: 'id', descending: true },
   ]);
   t.equal(read.request.cursor, undefined);
-  t.same(read.plan, { pageSize: 5, offset: 0, countMode: 'exact', exactCount: true, firstKey: 'name' }, 'the plan of the chunk');
+  t.same(read.plan, { pageSize: 5, offset: 0, count: 'auto', firstKey: 'name' }, 'the plan of the chunk');
   const events = readQuery(registry.get('events')!, new Map([['type', 'click']]), SECRET);
   t.equal(events.variant.name, 'time');
   t.same(
@@ -325,7 +325,7 @@ t.test(
         defaultSort: 'id',
         timeField: 'createdAt',
         pageSize: { default: 20, max: 100 },
-        cost: { itemsPerUnit: 50, exactCount: 1, indexed: { id: 10_000, createdAt: 1_000 } },
+        cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000, createdAt: 1_000 } },
       });
     t.equal(selectVariant(declare('paged', ['offset', 'page'], 'offset'), query('page-size'), SECRET).variant, 'page');
     t.equal(

@@ -26,7 +26,7 @@ const registry = new Map([
       sortKeys: ['id', 'name'],
       defaultSort: 'id',
       pageSize: { default: 20, max: 100 },
-      cost: { itemsPerUnit: 50, exactCount: 1, indexed: { id: 10_000 }, unindexedSort: 250 },
+      cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 }, unindexedSort: 250 },
     }),
   ],
 ]);
@@ -37,17 +37,20 @@ interface Served {
   readonly pageSize: number;
   readonly offset: number;
   readonly firstKey: string;
-  readonly exactCount: boolean;
+  readonly count: string;
 }
 
 type Outcome = { readonly kind: 'served'; readonly served: Served } | { readonly kind: 'refused'; readonly error: ApiError };
 
 /** The handler's reading of GET /v1/{collection}, as lib/pagination/serve.ts runs it before its first query. */
+/** The planner's estimate every count is priced with here: above the demo threshold, so auto and exact differ. */
+const ESTIMATE = 23_456;
+
 function handle(collection: Collection, raw: string): Outcome {
   try {
     const { plan } = readQuery(collection, parseQueryString(raw), SECRET);
-    const { pageSize, offset, firstKey, exactCount } = plan;
-    return { kind: 'served', served: { pageSize, offset, firstKey, exactCount } };
+    const { pageSize, offset, firstKey, count } = plan;
+    return { kind: 'served', served: { pageSize, offset, firstKey, count } };
   } catch (error) {
     if (error instanceof ApiError) return { kind: 'refused', error };
     throw error;
@@ -71,7 +74,8 @@ function oracle(collection: Collection, raw: string): Served {
       : params.has('since_id')
         ? 'id'
         : (carried ?? params.get('sort') ?? collection.defaultSort.map((key) => key.field).join(',')).split(',')[0]!.replace(/^-/, '');
-  return { pageSize, offset, firstKey, exactCount: (variant === 'offset' || variant === 'page') && (count === null || count === 'exact') };
+  const mode = count === null ? 'auto' : count === 'planned' ? 'estimated' : count;
+  return { pageSize, offset, firstKey, count: variant === 'offset' || variant === 'page' ? mode : 'none' };
 }
 
 function handleVariant(collection: Collection, raw: string): string {
@@ -80,13 +84,18 @@ function handleVariant(collection: Collection, raw: string): string {
 
 /** The rule as the README states it ("Cost"), written out on its own. */
 function expectedCost(collection: Collection, served: Served): number {
-  const { itemsPerUnit, exactCount, indexed, unindexedSort } = collection.cost;
+  const { itemsPerUnit, countedPerUnit, indexed, unindexedSort } = collection.cost;
+  // An exact count reads the whole estimated set; the default one only a set under the threshold.
+  const counted =
+    served.count === 'exact' || (served.count === 'auto' && ESTIMATE < collection.countThreshold)
+      ? Math.floor(ESTIMATE / countedPerUnit)
+      : 0;
   const rows = indexed[served.firstKey];
   const skip =
     rows === undefined
       ? (unindexedSort ?? 0) + Math.floor(served.offset / Math.min(...Object.values(indexed)))
       : Math.floor(served.offset / rows);
-  return Math.min(Math.ceil(served.pageSize / itemsPerUnit) + (served.exactCount ? exactCount : 0) + skip, 2 ** 31 - 1);
+  return Math.min(Math.ceil(served.pageSize / itemsPerUnit) + counted + skip, 2 ** 31 - 1);
 }
 
 const cursor = (payload: Record<string, unknown>) => `cursor=${encodeCursor(SECRET, payload as never)}`;
@@ -161,7 +170,7 @@ interface Tally {
 /** Checks one query against the rule; records what is wrong, if anything. */
 function check(collection: Collection, raw: string, tally: Tally): void {
   const label = `${collection.name}?${raw.length > 120 ? `${raw.slice(0, 120)}…` : raw}`;
-  const cost = requestCost(collection, raw, SECRET);
+  const cost = requestCost(collection, raw, SECRET, ESTIMATE);
   const outcome = handle(collection, raw);
   if (outcome.kind === 'refused') {
     tally.refused++;
@@ -282,7 +291,7 @@ t.test('sizes are charged as they are served: leading zeros change nothing', asy
   for (const [padded, plain] of same) {
     t.equal(requestCost(products, padded, SECRET), requestCost(products, plain, SECRET), `${padded} costs what ${plain} does`);
   }
-  t.equal(requestCost(products, 'limit=100', SECRET), 3, 'and the plain one costs its size: 2 for 100 items, 1 for the exact count');
+  t.equal(requestCost(products, 'limit=100', SECRET), 2, 'and the plain one costs its size: 2 for 100 items');
   t.equal(requestCost(registry.get('orders')!, 'page-size=0100', SECRET), 2);
   t.equal(requestCost(undefined, 'limit=100', SECRET), 1, 'no collection: 1');
 });
