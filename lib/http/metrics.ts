@@ -22,7 +22,7 @@ export type UnavailableCause = 'limiter' | 'query' | 'readiness' | 'draining';
 const LABELLED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
 
 /** A request's method as a metric label: one of the standard ones, or `other`. */
-export function methodLabel(method: string | undefined): string {
+function methodLabel(method: string | undefined): string {
   return method !== undefined && LABELLED_METHODS.has(method) ? method : 'other';
 }
 

@@ -24,7 +24,7 @@ const REASONS: Record<string, string> = {
 };
 
 /** Why a request was refused, from a fixed set: a metric label, and safe to log whatever the request held. */
-export function refusalReason(problem: ApiError): string {
+function refusalReason(problem: ApiError): string {
   if (problem.code === 'headers_too_large') return 'headers_too_large';
   if (problem.code === 'request_timeout') return 'timeout';
   return REASONS[problem.options.invalidParams?.[0]?.name ?? ''] ?? 'other';
