@@ -6,7 +6,7 @@ import { clientErrorHandler } from './client-error.ts';
 import { ApiError, problemBody, problemResponse } from './errors.ts';
 import type { Refused } from './refused.ts';
 import { requestIdOf } from './request-id.ts';
-import { HEALTH_CHECK_HOST, hostProblem, servedWithoutHost, targetProblem } from './target.ts';
+import { HEALTH_CHECK_HOST, hostProblem, repeatedHostProblem, servedWithoutHost, targetProblem } from './target.ts';
 
 /** What the server serves: the app's `fetch`, and where it records the requests answered before it (lib/http/app.ts). */
 export type Served = Pick<Hono, 'fetch'> & { readonly refused?: Refused };
@@ -32,7 +32,7 @@ export function httpServer(app: Served): Server {
     const target = incoming.url ?? '';
     if (incoming.headers.host === undefined && servedWithoutHost(target)) incoming.headers.host = HEALTH_CHECK_HOST;
     // The checks the Deno and Bun entries make too (lib/http/target.ts), so that all three answer alike.
-    const problem = hostProblem(incoming.headers.host) ?? targetProblem(target);
+    const problem = hostProblem(incoming.headers.host) ?? repeatedHostProblem(incoming.rawHeaders) ?? targetProblem(target);
     if (problem === undefined) {
       serve(incoming, outgoing);
       return;

@@ -41,6 +41,20 @@ export function hostProblem(host: string | null | undefined): ApiError | undefin
   return undefined;
 }
 
+/**
+ * The problem with a request of several Host fields (RFC 9112 section 3.2: a 400), from node:http's raw
+ * headers: it keeps the first Host and drops the others, where Bun joins them into one Host (then refused by
+ * `hostProblem`) and Deno refuses the request itself.
+ */
+export function repeatedHostProblem(rawHeaders: readonly string[]): ApiError | undefined {
+  let hosts = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++hosts > 1) return invalidParameter('Host', 'is sent more than once');
+  }
+  return undefined;
+}
+
 /** Whether `url` has a backslash before its query: @hono/node-server refuses one, which URL would read as `/`. */
 function backslashInPath(url: string): boolean {
   const backslash = url.indexOf('\\');

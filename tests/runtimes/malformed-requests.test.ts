@@ -73,6 +73,13 @@ for (const runtime of runtimes) {
     for (const host of ['a@b:c', 'exa%mple', '[::1'])
       t.notOk(server.output().includes(host), `nothing of the Host sent (${host}) is logged`);
 
+    // RFC 9112 makes two Host fields a 400: Node kept the first, Bun joins them, Deno refuses them itself.
+    const twice = parseRaw(
+      await rawExchange(portOf(server), 'GET /v1 HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n'),
+    );
+    t.equal(twice.status, 400, 'two Host fields: 400');
+    if (runtime !== 'deno') t.match(JSON.parse(twice.body), { invalid_params: [{ name: 'Host' }] }, 'naming Host');
+
     const health = parseRaw(await rawExchange(portOf(server), 'GET /healthz HTTP/1.0\r\n\r\n'));
     t.equal(health.status, 200, 'a health check without Host is served');
     const good = parseRaw(await rawExchange(portOf(server), 'GET /v1 HTTP/1.1\r\nHost: X.Example:3000\r\nConnection: close\r\n\r\n'));
