@@ -50,7 +50,10 @@ export function repeatedHostProblem(rawHeaders: readonly string[]): ApiError | u
   let hosts = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
-    if (name.length === 4 && name.toLowerCase() === 'host' && ++hosts > 1) return invalidParameter('Host', 'is sent more than once');
+    // Lower-casing only what may be a Host: this runs on every request.
+    if (name.length === 4 && (name === 'Host' || name === 'host' || name.toLowerCase() === 'host') && ++hosts > 1) {
+      return invalidParameter('Host', 'is sent more than once');
+    }
   }
   return undefined;
 }
