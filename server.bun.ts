@@ -3,10 +3,13 @@
 /// <reference types="bun" />
 import { getConnInfo } from 'hono/bun';
 import { startEntry, stopOnSignals } from './lib/http/startup.ts';
+import { checkedFetch } from './lib/http/target.ts';
 
 const { config, log, service } = await startEntry((c) => getConnInfo(c).remote.address);
-// hono/bun's getConnInfo asks the server (the context's env) for the request's address.
-const server = Bun.serve({ port: config.port, fetch: (request, bunServer) => service.app.fetch(request, bunServer) });
+// hono/bun's getConnInfo asks the server (the context's env) for the request's address. A bad Host is answered
+// before the app, as on Node (lib/http/target.ts).
+const fetch = checkedFetch<Bun.Server<undefined>>(service.app, service.app.refused);
+const server = Bun.serve({ port: config.port, fetch });
 log(`Listening on http://localhost:${config.port}/v1`);
 // Bun's stop() stops accepting and resolves once the requests in flight are answered.
 stopOnSignals(service, { timeoutMs: config.shutdownTimeoutMs, log, stopServing: () => server.stop(), exit: (code) => process.exit(code) });

@@ -3,12 +3,13 @@
 /// <reference types="deno" />
 import { getConnInfo } from 'hono/deno';
 import { startEntry, stopOnSignals } from './lib/http/startup.ts';
+import { checkedFetch } from './lib/http/target.ts';
 
 const { config, log, service } = await startEntry((c) => getConnInfo(c).remote.address);
-const server = Deno.serve({ port: config.port, onListen: () => log(`Listening on http://localhost:${config.port}/v1`) }, (request, info) =>
-  // hono/deno's getConnInfo reads the second argument as the context's env.
-  service.app.fetch(request, info),
-);
+// hono/deno's getConnInfo reads the second argument, the connection's info, as the context's env. A bad Host is
+// answered before the app, as on Node (lib/http/target.ts).
+const fetch = checkedFetch<Deno.ServeHandlerInfo>(service.app, service.app.refused);
+const server = Deno.serve({ port: config.port, onListen: () => log(`Listening on http://localhost:${config.port}/v1`) }, fetch);
 // Deno's shutdown() stops accepting and resolves once the requests in flight are answered.
 stopOnSignals(service, {
   timeoutMs: config.shutdownTimeoutMs,

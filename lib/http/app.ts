@@ -23,6 +23,7 @@ import { baseUrl, socketAddress } from './forwarding.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { observe } from './observe.ts';
+import { type Refused, refusals } from './refused.ts';
 import { requestIds } from './request-id.ts';
 import { responseHeaders, takeResponseHeaders } from './response-headers.ts';
 
@@ -49,7 +50,13 @@ export interface AppDeps {
   readonly remoteAddress?: (c: Context) => string | undefined;
 }
 
-export function buildApp(deps: AppDeps): Hono {
+/**
+ * The app, and where the entries record the requests they answer before it (a bad Host, what Node's parser
+ * refuses): with this app's logger and metrics (lib/http/refused.ts).
+ */
+export type App = Hono & { readonly refused: Refused };
+
+export function buildApp(deps: AppDeps): App {
   const { database, config, registry } = deps;
   const app = new Hono();
   const logger = deps.logger ?? createLogger({ level: 'error', destination: 2 });
@@ -184,5 +191,5 @@ export function buildApp(deps: AppDeps): Hono {
     throw new ApiError('not_found', 'No such path');
   });
   app.onError(onError(log));
-  return app;
+  return Object.assign(app, { refused: refusals(logger, metrics) });
 }

@@ -2,6 +2,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ApiError, invalidParameter, problemBody } from './errors.ts';
+import type { Refused } from './refused.ts';
 import { requestIdOf } from './request-id.ts';
 
 /** What node:http hands to `clientError`: parser errors carry llhttp's code and reason. */
@@ -13,6 +14,8 @@ interface ClientError extends Error {
 export interface ClientErrorOptions {
   /** The server's header limit, named in the 431 (node:http's default is 16 KiB). */
   maxHeaderSize: number;
+  /** Records each request answered here: one log line and its count (lib/http/refused.ts). */
+  refused: Refused;
 }
 
 /** Which part of the request each llhttp error is about, for `invalid_params`. */
@@ -42,12 +45,8 @@ function problemFor(error: ClientError, options: ClientErrorOptions): ApiError {
   return invalidParameter(parts[error.code ?? ''] ?? 'request', `is malformed: ${reason}`);
 }
 
-/**
- * A complete HTTP/1.1 answer; the connection is closed after it, since the parser cannot go on. Its request
- * id is a fresh one: the request's own headers were never read.
- */
-function rawResponse(problem: ApiError): string {
-  const id = requestIdOf(undefined);
+/** A complete HTTP/1.1 answer; the connection is closed after it, since the parser cannot go on. */
+function rawResponse(problem: ApiError, id: string): string {
   const body = problemBody(problem, id);
   return [
     `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? 'Error'}`,
@@ -69,7 +68,11 @@ export function clientErrorHandler(options: ClientErrorOptions) {
   return function answerClientError(error: ClientError, socket: Duplex): void {
     const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (error.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
-      socket.write(rawResponse(problemFor(error, options)));
+      const problem = problemFor(error, options);
+      // A fresh request id: the request's own headers were never read.
+      const id = requestIdOf(undefined);
+      socket.write(rawResponse(problem, id));
+      options.refused(problem, id);
     }
     socket.destroy(error);
   };

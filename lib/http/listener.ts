@@ -3,38 +3,54 @@ import { createServer, type IncomingMessage, maxHeaderSize, type Server, type Se
 import { getRequestListener, RequestError } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { clientErrorHandler } from './client-error.ts';
-import { ApiError, problemResponse } from './errors.ts';
+import { ApiError, problemBody, problemResponse } from './errors.ts';
+import type { Refused } from './refused.ts';
 import { requestIdOf } from './request-id.ts';
+import { HEALTH_CHECK_HOST, hostProblem, repeatedHostProblem, servedWithoutHost, targetProblem } from './target.ts';
 
-/**
- * Paths whose answer does not depend on the Host: a load balancer's health check may leave Host out
- * (HAProxy's `option httpchk` sends HTTP/1.0 without one), and must not read a 400 as an instance down.
- */
-const HOSTLESS_PATHS = new Set(['/healthz', '/readyz']);
-
-/** The Host a health check without one is served as; it appears in no answer. */
-const HEALTH_CHECK_HOST = 'localhost';
+/** What the server serves: the app's `fetch`, and where it records the requests answered before it (lib/http/app.ts). */
+export type Served = Pick<Hono, 'fetch'> & { readonly refused?: Refused };
 
 /** A node:http server that serves `app` (a Hono app, or anything with its `fetch`); not yet listening. */
-export function httpServer(app: Pick<Hono, 'fetch'>): Server {
-  // A request the adapter cannot turn into a Request (bad or missing Host header, HTTP/1.0 without one)
-  // is still answered with problem+json, not an empty 400.
+export function httpServer(app: Served): Server {
+  const refused: Refused = app.refused ?? (() => {});
+  // A request the adapter still cannot turn into a Request, past the checks below, is still answered with
+  // problem+json, not an empty 400.
   const serve = getRequestListener(app.fetch, {
-    errorHandler: (error) =>
-      problemResponse(
-        error instanceof RequestError
-          ? new ApiError('invalid_parameter', `Bad request: ${error.message}`, { invalidParams: [{ name: 'Host', reason: error.message }] })
-          : new ApiError('internal_error', 'Internal error'),
-        requestIdOf(undefined),
-      ),
+    errorHandler: (error) => {
+      if (!(error instanceof RequestError))
+        return problemResponse(new ApiError('internal_error', 'Internal error'), requestIdOf(undefined));
+      const problem = new ApiError('invalid_parameter', `Bad request: ${error.message}`, {
+        invalidParams: [{ name: 'Host', reason: error.message }],
+      });
+      const id = requestIdOf(undefined);
+      refused(problem, id);
+      return problemResponse(problem, id);
+    },
   });
   function listener(incoming: IncomingMessage, outgoing: ServerResponse): void {
-    if (incoming.headers.host === undefined && HOSTLESS_PATHS.has(incoming.url ?? '')) incoming.headers.host = HEALTH_CHECK_HOST;
-    serve(incoming, outgoing);
+    const target = incoming.url ?? '';
+    if (incoming.headers.host === undefined && servedWithoutHost(target)) incoming.headers.host = HEALTH_CHECK_HOST;
+    // The checks the Deno and Bun entries make too (lib/http/target.ts), so that all three answer alike.
+    const problem = hostProblem(incoming.headers.host) ?? repeatedHostProblem(incoming.rawHeaders) ?? targetProblem(target);
+    if (problem === undefined) {
+      serve(incoming, outgoing);
+      return;
+    }
+    const header = incoming.headers['x-request-id'];
+    const id = requestIdOf(typeof header === 'string' ? header : undefined);
+    refused(problem, id, incoming.method);
+    const body = problemBody(problem, id);
+    outgoing.writeHead(problem.status, {
+      'content-type': 'application/problem+json',
+      'x-request-id': id,
+      'content-length': Buffer.byteLength(body),
+    });
+    outgoing.end(body);
   }
-  // node:http would answer a missing Host itself, with an empty 400; the adapter's check above answers it.
+  // node:http would answer a missing Host itself, with an empty 400; the checks above answer it.
   const server = createServer({ requireHostHeader: false }, listener);
   // What the parser refuses before any handler runs (control bytes, bad Content-Length, 16 KiB of headers).
-  server.on('clientError', clientErrorHandler({ maxHeaderSize }));
+  server.on('clientError', clientErrorHandler({ maxHeaderSize, refused }));
   return server;
 }

@@ -19,7 +19,7 @@ export interface LoggerOptions {
  */
 const PRETTY_LINE = '{if method}{method} {path} {status} {durationMs} ms {outcome} {subject}{end}{msg}';
 
-const PRETTY_HIDDEN = 'pid,hostname,reqId,method,path,status,durationMs,outcome,subject,cost,tier';
+const PRETTY_HIDDEN = 'pid,hostname,reqId,method,path,status,durationMs,outcome,subject,cost,tier,code,reason';
 
 interface SafeError {
   type: string;

@@ -15,10 +15,26 @@ interface PoolStats {
 /** Why a request was answered 503 (docs/operations.md, "Metrics"). */
 export type UnavailableCause = 'limiter' | 'query' | 'readiness' | 'draining';
 
+/**
+ * The methods a label may name; any other is `other`. Deno hands the app any token a client sends as its
+ * method, and Node's parser some thirty (WebDAV's, PURGE...): a label each would let clients create series.
+ */
+const LABELLED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
+
+/** A request's method as a metric label: one of the standard ones, or `other`. */
+function methodLabel(method: string | undefined): string {
+  return method !== undefined && LABELLED_METHODS.has(method) ? method : 'other';
+}
+
 export interface Metrics {
   readonly registry: Registry;
   /** One request answered: `route` is the Hono route that answered it (`/v1/:collection`), never the raw path. */
   request(route: string, method: string, status: number, seconds: number): void;
+  /**
+   * A request answered before the app saw it (lib/http/refused.ts): counted under the route `refused`, and
+   * by `reason`, one of a fixed set. `method`: absent when the request line itself could not be read.
+   */
+  refused(reason: string, method: string | undefined, status: number): void;
   unavailable(cause: UnavailableCause): void;
   /** A rate-limit decision: its outcome, and how long the request waited for it. */
   decided(outcome: string, seconds: number): void;
@@ -51,6 +67,12 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
     help: 'Time from a request reaching the app to its response, by route',
     labelNames: ['route'],
     buckets: REQUEST_BUCKETS,
+    registers,
+  });
+  const refused = new Counter({
+    name: 'http_refused_total',
+    help: 'Requests answered before the app saw them, by what was wrong with them (docs/operations.md, "Metrics")',
+    labelNames: ['reason'],
     registers,
   });
   const unavailable = new Counter({
@@ -108,8 +130,12 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
   return {
     registry,
     request(route, method, status, seconds) {
-      requests.inc({ route, method, status });
+      requests.inc({ route, method: methodLabel(method), status });
       duration.observe({ route }, seconds);
+    },
+    refused(reason, method, status) {
+      requests.inc({ route: 'refused', method: methodLabel(method), status });
+      refused.inc({ reason });
     },
     unavailable(cause) {
       unavailable.inc({ cause });

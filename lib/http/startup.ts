@@ -1,7 +1,7 @@
 // Start-up shared by the Node, Deno and Bun entries: the database (embedded or DATABASE_URL), migrations,
 // seeding and the cursor secret on a direct connection, then the pools and the app.
 import { drizzle } from 'drizzle-orm/postgres-js';
-import type { Context, Hono } from 'hono';
+import type { Context } from 'hono';
 import postgres, { type Sql } from 'postgres';
 import { type Database, openDatabase } from '../../db/client.ts';
 import { resolveDatabaseUrl } from '../../db/embedded.ts';
@@ -11,12 +11,12 @@ import * as schema from '../../db/schema.ts';
 import { defaultSizes, seedIfEmpty } from '../../db/seed.ts';
 import { loadCursorSecret } from '../pagination/cursor-secret.ts';
 import { demoRegistry } from '../pagination/demo-collections.ts';
-import { buildApp } from './app.ts';
+import { type App, buildApp } from './app.ts';
 import { type Config, ConfigError, parseConfig } from './config.ts';
 import { createLogger, type Logger } from './logger.ts';
 
 export interface Service {
-  readonly app: Hono;
+  readonly app: App;
   readonly database: Database;
   /** Closes the pools, then stops the embedded PostgreSQL if this process started it. */
   release(): Promise<void>;

@@ -1,9 +1,14 @@
-// Requests Node's HTTP parser refuses itself are answered with problem+json too, over a real socket.
+// Requests Node's HTTP parser refuses itself are answered with problem+json too, over a real socket, and each
+// leaves one log line and a count in /metrics, like every request the app answers.
 import { connect } from 'node:net';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import t from 'tap';
+import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
+import { logLines } from '../helpers/logs.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 interface Exchange {
   statusLine: string;
@@ -35,7 +40,9 @@ function exchange(port: number, text: string, options: { end?: boolean } = {}): 
 
 const db = await testDatabase(t);
 const port = await freePort();
-await startServer(t, port, { DATABASE_URL: db.url });
+const server = await startServer(t, port, { DATABASE_URL: db.url, ADMIN_TOKEN });
+/** The request ids the refused requests were answered with, in order. */
+const answered: string[] = [];
 
 const refused: { name: string; request: string; status: number; part: string | undefined }[] = [
   { name: 'a control byte in the URL', request: 'GET /v1/pro\x01ducts HTTP/1.1\r\nHost: x\r\n\r\n', status: 400, part: 'url' },
@@ -82,6 +89,8 @@ for (const { name, request, status, part } of refused) {
     t.equal(res.headers.get('connection'), 'close');
     t.ok(res.closedByServer, 'the server closes the connection');
     const problem = JSON.parse(res.body);
+    t.equal(problem.requestId, res.headers.get('x-request-id'));
+    answered.push(problem.requestId);
     t.equal(problem.status, status);
     t.equal(problem.code, status === 431 ? 'headers_too_large' : 'invalid_parameter');
     if (part)
@@ -98,10 +107,54 @@ t.test('a missing Host header: 400 problem+json naming it, not node:http’s emp
   const res = await exchange(port, 'GET /v1 HTTP/1.1\r\n\r\n', { end: true });
   t.match(res.statusLine, /^HTTP\/1\.1 400 /);
   t.equal(res.headers.get('content-type'), 'application/problem+json');
+  answered.push(res.headers.get('x-request-id')!);
   t.same(
     JSON.parse(res.body).invalid_params.map((p: { name: string }) => p.name),
     ['Host'],
   );
+});
+
+t.test('each refused request: one log line with the id it was answered with, and counted in /metrics', async (t) => {
+  const refused = await waitFor('a refused line for each', () => logLines(server.output()).filter((line) => line.outcome === 'refused'), {
+    until: (lines) => lines.length >= answered.length,
+  });
+  t.same(
+    refused.map((line) => line.reqId),
+    answered,
+    'one line each, in order, with the request id of its answer',
+  );
+  t.same(
+    refused.map((line) => [line.status, line.reason]),
+    [
+      [400, 'url'],
+      [400, 'content_length'],
+      [400, 'content_length'],
+      [400, 'transfer_encoding'],
+      [400, 'header'],
+      [400, 'method'],
+      [400, 'body'],
+      [431, 'headers_too_large'],
+      [400, 'host'],
+    ],
+    'its status, and what was wrong, from a fixed set',
+  );
+  t.match(refused[0], { level: 30, code: 'invalid_parameter', msg: 'Refused: url' });
+  for (const line of refused)
+    t.same(Object.keys(line).sort(), ['code', 'hostname', 'level', 'msg', 'outcome', 'pid', 'reason', 'reqId', 'status', 'time']);
+  // Nothing of what was sent: neither the request line nor a header.
+  for (const sent of ['G@T', 'Bad Header', 'aaaaaaaaaa', 'chunked']) t.notOk(server.output().includes(sent), `${sent} is in no line`);
+  t.equal(logLines(server.output()).filter((line) => line.path === '/v1/keys').length, 0, 'and no request line of the app besides');
+
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const families = new Map(parsePrometheusTextFormat(await res.text()).map((family) => [family.name, family]));
+  const count = (name: string, labels: Record<string, string>) =>
+    Number(families.get(name)?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))?.value ?? 0);
+  t.equal(count('http_refused_total', { reason: 'content_length' }), 2);
+  t.equal(count('http_refused_total', { reason: 'headers_too_large' }), 1);
+  t.equal(count('http_refused_total', { reason: 'host' }), 1);
+  t.equal(count('http_requests_total', { route: 'refused', method: 'other', status: '400' }), 7, 'parser refusals: no method read');
+  t.equal(count('http_requests_total', { route: 'refused', method: 'other', status: '431' }), 1);
+  t.equal(count('http_requests_total', { route: 'refused', method: 'GET', status: '400' }), 1, 'the missing Host: its method was read');
 });
 
 t.test('the server still serves after all of that', async (t) => {
