@@ -1,6 +1,6 @@
 // `npm run bench`: seeds 1M products into the `bench` database, starts the servers, runs every scenario, prints one table.
 import { parseArgs } from 'node:util';
-import { type CeilingOptions, runCeiling } from './ceiling.ts';
+import { type CeilingOptions, ceilingDatabase, runCeiling } from './ceiling.ts';
 import { type BenchDatabase, ensureProducts, measureSeeding, openBenchDatabase, postgresServer } from './database.ts';
 import { type LoadOptions, type Measurement, measure } from './measure.ts';
 import { type RunningServer, startServer } from './processes.ts';
@@ -239,7 +239,9 @@ async function main(): Promise<number> {
     try {
       const server = await postgresServer(process.env.DATABASE_URL || undefined, log);
       resources.add(() => server.stop());
-      console.log(await runCeiling(server.url, { ...options.ceiling, signal: interrupted.signal }, log));
+      const database = await ceilingDatabase(server.url);
+      resources.add(() => database.drop());
+      console.log(await runCeiling(database.url, { ...options.ceiling, signal: interrupted.signal }, log));
       return interrupted.signal.aborted ? 130 : 0;
     } finally {
       await resources.close();

@@ -3,6 +3,7 @@
 // (docs/scaling.md). Nothing but the database runs: the statements are lib/ratelimit/limiter.ts's own.
 import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import postgres, { type Sql } from 'postgres';
 import { runMigrations } from '../db/migrate.ts';
 import { cpuBetween, snapshot } from './cpu.ts';
@@ -132,11 +133,17 @@ async function measureCell(url: string, keys: Keys, cell: Cell, options: Ceiling
     const pids = await Promise.all(clients.map(async (sql) => (await sql`select pg_backend_pid() as pid`)[0]!.pid as number));
     const counters: Counters = { decisions: 0, statements: 0, notOk: 0 };
     let stop = false;
-    const loads = Promise.all(clients.map((sql) => load(sql, keys, cell, counters, () => stop || options.signal?.aborted === true)));
+    let failure: unknown;
+    // A load that fails (the database dropped on Ctrl-C, or away) stops the others; the cell reports it.
+    const loads = Promise.all(clients.map((sql) => load(sql, keys, cell, counters, () => stop))).catch((error: unknown) => {
+      failure = error;
+      stop = true;
+    });
     try {
-      await new Promise((resolve) => setTimeout(resolve, options.warmup * 1000));
+      await sleep(options.warmup * 1000, undefined, { signal: options.signal });
       const start = { ...counters, at: performance.now(), cpu: snapshot(pids), driver: process.cpuUsage() };
-      await new Promise((resolve) => setTimeout(resolve, options.duration * 1000));
+      await sleep(options.duration * 1000, undefined, { signal: options.signal });
+      if (failure !== undefined) throw failure;
       const seconds = (performance.now() - start.at) / 1000;
       const postgresMicros = cpuBetween(start.cpu, snapshot(pids));
       const driver = process.cpuUsage(start.driver);
@@ -217,41 +224,50 @@ function formatCeiling(results: CellResult[], options: CeilingOptions, loads: re
   ].join('\n');
 }
 
-/** Fresh database on `serverUrl`'s server, every cell measured, the database dropped; returns the table. */
-export async function runCeiling(serverUrl: string, options: CeilingOptions, log: (line: string) => void): Promise<string> {
+/** A fresh, migrated database on `serverUrl`'s server for the cells; `drop` removes it, connections and all. */
+export async function ceilingDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `bench_ceiling_${process.pid}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  const drop = async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  };
   try {
     await admin.unsafe(`create database ${name}`);
     await runMigrations(url.toString());
-    const sql = postgres(url.toString(), { max: 1, onnotice: () => {} });
-    const results: CellResult[] = [];
-    const before = loadavg()[0]!;
-    try {
-      const most = Math.max(...options.subjects);
-      log(`Ceiling: ${name}, ${most.toLocaleString('en')} keys`);
-      const keys = makeKeys(most);
-      await setUp(sql, keys);
-      for (const subjects of options.subjects) {
-        for (const cap of [false, true]) {
-          for (const batch of options.batches) {
-            if (options.signal?.aborted) break;
-            await sql`vacuum rate_windows`;
-            const cell = { subjects, cap, batch };
-            const result = await measureCell(url.toString(), keys, cell, options);
-            log(`  ${subjects} subjects, cap ${cap ? 'on' : 'off'}, batch ${batch}: ${whole(result.decisionsPerSec)} decisions/s`);
-            results.push(result);
-          }
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+  return { url: url.toString(), drop };
+}
+
+/** Every cell measured in the ceiling database at `url` (ceilingDatabase); returns the table. */
+export async function runCeiling(url: string, options: CeilingOptions, log: (line: string) => void): Promise<string> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const results: CellResult[] = [];
+  const before = loadavg()[0]!;
+  try {
+    const most = Math.max(...options.subjects);
+    log(`Ceiling: ${most.toLocaleString('en')} keys into ${new URL(url).pathname.slice(1)}`);
+    const keys = makeKeys(most);
+    await setUp(sql, keys);
+    for (const subjects of options.subjects) {
+      for (const cap of [false, true]) {
+        for (const batch of options.batches) {
+          if (options.signal?.aborted) break;
+          await sql`vacuum rate_windows`;
+          const cell = { subjects, cap, batch };
+          const result = await measureCell(url, keys, cell, options);
+          log(`  ${subjects} subjects, cap ${cap ? 'on' : 'off'}, batch ${batch}: ${whole(result.decisionsPerSec)} decisions/s`);
+          results.push(result);
         }
       }
-    } finally {
-      await sql.end({ timeout: 5 });
     }
-    return formatCeiling(results, options, [before, loadavg()[0]!]);
   } finally {
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
+    await sql.end({ timeout: 5 });
   }
+  return formatCeiling(results, options, [before, loadavg()[0]!]);
 }
