@@ -6,7 +6,7 @@ import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import postgres, { type Sql } from 'postgres';
 import { runMigrations } from '../db/migrate.ts';
-import { cpuBetween, snapshot } from './cpu.ts';
+import { cpuBetween, isLocalPostgres, snapshot } from './cpu.ts';
 
 export interface CeilingOptions {
   /** Seconds measured per cell. */
@@ -29,8 +29,8 @@ interface Cell {
 interface CellResult extends Cell {
   readonly decisionsPerSec: number;
   readonly statementsPerSec: number;
-  /** CPU of the PostgreSQL backends of the cell's connections per decision, µs. */
-  readonly postgresCpu: number;
+  /** CPU of the PostgreSQL backends of the cell's connections per decision, µs; undefined on another host. */
+  readonly postgresCpu: number | undefined;
   /** CPU of this process (the driver) per decision, µs. */
   readonly driverCpu: number;
   /** Decisions answered other than `ok`: none is expected (the tier never declines). */
@@ -60,6 +60,10 @@ function makeKeys(count: number): Keys {
 /** As lib/ratelimit/limiter.ts writes its arrays: text literals, cast in SQL. */
 function arrayLiteral(values: readonly (string | number)[]): string {
   return `{${values.map((value) => (typeof value === 'number' ? String(value) : `"${value}"`)).join(',')}}`;
+}
+
+function isLocalHost(url: string): boolean {
+  return ['', 'localhost', '127.0.0.1', '[::1]'].includes(new URL(url).hostname);
 }
 
 /** A lease to give back with a later statement, as the limiter does. */
@@ -131,6 +135,8 @@ async function measureCell(url: string, keys: Keys, cell: Cell, options: Ceiling
   );
   try {
     const pids = await Promise.all(clients.map(async (sql) => (await sql`select pg_backend_pid() as pid`)[0]!.pid as number));
+    // A server on another host: its backends' pids here would be other processes, or none.
+    const local = isLocalHost(url) && pids.every(isLocalPostgres);
     const counters: Counters = { decisions: 0, statements: 0, notOk: 0 };
     let stop = false;
     let failure: unknown;
@@ -145,14 +151,14 @@ async function measureCell(url: string, keys: Keys, cell: Cell, options: Ceiling
       await sleep(options.duration * 1000, undefined, { signal: options.signal });
       if (failure !== undefined) throw failure;
       const seconds = (performance.now() - start.at) / 1000;
-      const postgresMicros = cpuBetween(start.cpu, snapshot(pids));
+      const postgresMicros = local ? cpuBetween(start.cpu, snapshot(pids)) : undefined;
       const driver = process.cpuUsage(start.driver);
       const decisions = counters.decisions - start.decisions;
       return {
         ...cell,
         decisionsPerSec: decisions / seconds,
         statementsPerSec: (counters.statements - start.statements) / seconds,
-        postgresCpu: postgresMicros / decisions,
+        postgresCpu: postgresMicros === undefined ? undefined : postgresMicros / decisions,
         driverCpu: (driver.user + driver.system) / decisions,
         notOk: counters.notOk,
       };
@@ -203,9 +209,9 @@ function formatCeiling(results: CellResult[], options: CeilingOptions, loads: re
     String(r.batch),
     whole(r.decisionsPerSec),
     whole(r.statementsPerSec),
-    r.postgresCpu.toFixed(1),
+    r.postgresCpu?.toFixed(1) ?? 'n/a',
     r.driverCpu.toFixed(1),
-    whole(1e6 / r.postgresCpu),
+    r.postgresCpu === undefined ? 'n/a' : whole(1e6 / r.postgresCpu),
     String(r.notOk),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
