@@ -1,6 +1,7 @@
 // `npm run bench`: seeds 1M products into the `bench` database, starts the servers, runs every scenario, prints one table.
 import { parseArgs } from 'node:util';
-import { type BenchDatabase, ensureProducts, measureSeeding, openBenchDatabase } from './database.ts';
+import { type CeilingOptions, ceilingDatabase, runCeiling } from './ceiling.ts';
+import { type BenchDatabase, ensureProducts, measureSeeding, openBenchDatabase, postgresServer } from './database.ts';
 import { type LoadOptions, type Measurement, measure } from './measure.ts';
 import { type RunningServer, startServer } from './processes.ts';
 import { comparisons, latencyTargets, type Scenario, scenarios, servers } from './scenarios.ts';
@@ -19,7 +20,10 @@ const PRODUCTS = 1_000_000;
 /** The seeding measurement, selected by --only like a row. */
 const SEEDING = `seeding ${PRODUCTS.toLocaleString('en')} products`;
 const SEEDING_TARGET_SECONDS = 10;
-const USAGE = 'Usage: npm run bench -- [--rounds N] [--duration S] [--warmup S] [--connections N] [--only TEXT]';
+const USAGE = [
+  'Usage: npm run bench -- [--rounds N] [--duration S] [--warmup S] [--connections N] [--only TEXT]',
+  '       npm run bench -- --ceiling [--duration S] [--warmup S] [--connections N] [--subjects 1,1000,100000] [--batches 1,8]',
+].join('\n');
 
 // Progress goes to stderr: stdout carries only the table.
 const log = (line: string) => console.error(line);
@@ -29,6 +33,8 @@ interface BenchOptions extends LoadOptions {
   only: string | undefined;
   /** Times every scenario is measured, in rotation; each row reports its median round. */
   rounds: number;
+  /** `--ceiling`: the rate limiter's ceiling on one PostgreSQL instead of the rows (bench/ceiling.ts). */
+  ceiling: Omit<CeilingOptions, 'signal'> | undefined;
 }
 
 function positiveNumber(name: string, value: string | undefined, fallback: number, min: number): number {
@@ -36,6 +42,14 @@ function positiveNumber(name: string, value: string | undefined, fallback: numbe
   const n = Number(value);
   if (!/^\d+(\.\d+)?$/.test(value) || n < min) throw new Error(`Invalid --${name}: expected a number of at least ${min}, got "${value}"`);
   return n;
+}
+
+function positiveList(name: string, value: string | undefined, fallback: number[]): number[] {
+  if (value === undefined) return fallback;
+  if (!/^\d+(,\d+)*$/.test(value) || value.split(',').some((n) => Number(n) < 1)) {
+    throw new Error(`Invalid --${name}: expected positive integers separated by commas, got "${value}"`);
+  }
+  return value.split(',').map(Number);
 }
 
 function parseOptions(args: string[]): BenchOptions {
@@ -48,9 +62,26 @@ function parseOptions(args: string[]): BenchOptions {
       connections: { type: 'string' },
       only: { type: 'string' },
       rounds: { type: 'string' },
+      ceiling: { type: 'boolean' },
+      subjects: { type: 'string' },
+      batches: { type: 'string' },
     },
   });
+  if (!values.ceiling && (values.subjects !== undefined || values.batches !== undefined)) {
+    throw new Error('Invalid --subjects or --batches: they go with --ceiling');
+  }
+  // The ceiling's cells are many and short: 1 s warms a cell's connections, 4 of them fill this machine's cores.
+  const ceiling = values.ceiling
+    ? {
+        duration: positiveNumber('duration', values.duration, 5, 1),
+        warmup: positiveNumber('warmup', values.warmup, 1, 0),
+        connections: Math.round(positiveNumber('connections', values.connections, 4, 1)),
+        subjects: positiveList('subjects', values.subjects, [1, 1_000, 100_000]),
+        batches: positiveList('batches', values.batches, [1, 8]),
+      }
+    : undefined;
   return {
+    ceiling,
     rounds: Math.round(positiveNumber('rounds', values.rounds, 3, 1)),
     duration: positiveNumber('duration', values.duration, 5, 1),
     warmup: positiveNumber('warmup', values.warmup, 2, 0),
@@ -204,6 +235,18 @@ async function main(): Promise<number> {
   };
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
+  if (options.ceiling) {
+    try {
+      const server = await postgresServer(process.env.DATABASE_URL || undefined, log);
+      resources.add(() => server.stop());
+      const database = await ceilingDatabase(server.url);
+      resources.add(() => database.drop());
+      console.log(await runCeiling(database.url, { ...options.ceiling, signal: interrupted.signal }, log));
+      return interrupted.signal.aborted ? 130 : 0;
+    } finally {
+      await resources.close();
+    }
+  }
   try {
     const database = await openBenchDatabase(process.env.DATABASE_URL || undefined, log);
     resources.add(() => database.close());

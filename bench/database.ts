@@ -18,7 +18,7 @@ export interface BenchDatabase {
 }
 
 /** DATABASE_URL's server, or the embedded default started on a port in our range. */
-async function postgresServer(databaseUrl: string | undefined, log: (line: string) => void) {
+export async function postgresServer(databaseUrl: string | undefined, log: (line: string) => void) {
   if (databaseUrl) return { url: databaseUrl, stop: async () => {} };
   log(`DATABASE_URL is not set: starting the embedded PostgreSQL in ${defaultDataDir}`);
   return startEmbedded({ dataDir: defaultDataDir, port: await benchPort() });
