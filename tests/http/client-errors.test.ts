@@ -2,6 +2,7 @@
 import { connect } from 'node:net';
 import t from 'tap';
 import { testDatabase } from '../helpers/db.ts';
+import { documentChecker } from '../helpers/openapi.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 
@@ -36,6 +37,8 @@ function exchange(port: number, text: string, options: { end?: boolean } = {}): 
 const db = await testDatabase(t);
 const port = await freePort();
 await startServer(t, port, { DATABASE_URL: db.url });
+// A refusal comes before any route: the description lists it as every operation's 4XX (GET /healthz lists no other).
+const checker = documentChecker(await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json());
 
 const refused: { name: string; request: string; status: number; part: string | undefined }[] = [
   { name: 'a control byte in the URL', request: 'GET /v1/pro\x01ducts HTTP/1.1\r\nHost: x\r\n\r\n', status: 400, part: 'url' },
@@ -84,6 +87,8 @@ for (const { name, request, status, part } of refused) {
     const problem = JSON.parse(res.body);
     t.equal(problem.status, status);
     t.equal(problem.code, status === 431 ? 'headers_too_large' : 'invalid_parameter');
+    const documented = checker.check('GET', '/healthz', { status, headers: new Headers([...res.headers]), body: problem });
+    t.same(documented.errors, [], 'as the description says');
     if (part)
       t.same(
         problem.invalid_params.map((p: { name: string }) => p.name),
