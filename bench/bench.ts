@@ -137,7 +137,8 @@ async function startServers(selected: Scenario[], database: BenchDatabase, resou
 
 /**
  * Measures every scenario `rounds` times, one round after another, so that the machine's drift over the
- * run (here often ±20 % within minutes) falls on every row alike; each row reports its median round.
+ * run (a shared machine's speed moves within minutes) falls on every row alike; each row reports its median
+ * round.
  */
 async function runScenarios(
   selected: Scenario[],

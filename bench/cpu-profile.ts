@@ -1,5 +1,5 @@
 // `tsx bench/cpu-profile.ts <file.cpuprofile> [window seconds] [function]`: what a server's CPU went to, window
-// by window, from a profile written by `node --cpu-prof` (docs/benchmarks.md, "postgres.js's queue").
+// by window, from a profile written by `node --cpu-prof`, to see a cost that grows with the load's length (docs/benchmarks.md).
 // For each window: the busy time (every sample but idle ones: JavaScript, native code, garbage collection)
 // and the share of it spent in one function's own code (default `remove`, postgres.js's Queue.remove),
 // plus the five functions with the most of it.

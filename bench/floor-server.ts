@@ -1,4 +1,4 @@
-// The bench's floor (docs/benchmarks.md, "The floor"): the least work that answers the service's rate-limited
+// The bench's floor (docs/benchmarks.md): the least work that answers the service's rate-limited
 // chunk `GET /v1/products?page-size=20&sort=priceCents`, written by hand on node:http and postgres.js, with
 // no framework and no query builder. Per request: one prepared counter upsert (asynchronous commit) and one
 // prepared keyset select of the same 21 rows the service reads, answered with the same JSON, links and
@@ -39,7 +39,7 @@ const options = {
  * Where each statement goes. By default, POOL_SIZE clients of one connection each, the statement on the
  * one with the fewest in flight: postgres.js 3.4.9's pool keeps its connections in queues whose array
  * only shrinks when a queue empties, and scans that array on every statement, so under continuous
- * pipelining its cost per statement grows without bound (docs/benchmarks.md, "postgres.js's queue"); a
+ * pipelining its cost per statement grows without bound (docs/benchmarks.md); a
  * client of one connection empties its queue on every statement. FLOOR_POSTGRES_POOL=1 uses one
  * postgres.js pool of POOL_SIZE instead, to measure that.
  */

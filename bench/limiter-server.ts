@@ -66,8 +66,8 @@ async function peerLimiter(): Promise<MiddlewareHandler> {
  * The two waits of a limiter with a concurrency cap that decides in PostgreSQL, with nothing in them: a
  * round trip on the limiter's own connection before the request (the decision) and one after it, before the
  * answer leaves (the release). Each request sends its own `select 1`s; postgres.js pipelines those that
- * meet on the connection. A limiter that shares one statement among many requests can cost less under load
- * (docs/benchmarks.md, "The rate limiter's rows").
+ * meet on the connection. A limiter that shares one statement among many requests can cost less under load,
+ * but not by skipping the waits (docs/benchmarks.md).
  */
 const roundTrips: MiddlewareHandler = async (_c, next) => {
   await database.limiter.sql`select 1`;

@@ -73,7 +73,7 @@ async function putTier(origin: string, tier: string, body: { limit: number; wind
 
 export const servers: ServerVariant[] = [
   { name: 'hello', entry: 'bench/hello.ts', readyPath: '/' },
-  // The least work that answers the rate-limited chunk below (docs/benchmarks.md, "The floor").
+  // The least work that answers the rate-limited chunk below, the service's target (docs/benchmarks.md).
   { name: 'floor', entry: 'bench/floor-server.ts', readyPath: '/readyz' },
   {
     // The service as deployed, rate limiter on; the anonymous tier (all bench traffic comes from 127.0.0.1)
@@ -143,7 +143,7 @@ export const scenarios: Scenario[] = [
       return { path: pathOf(href) };
     },
   },
-  // A 100-item chunk (about 12 KB of JSON) as it is and compressed (lib/http/compression.ts): what compressing
+  // A 100-item chunk (well past the compression threshold) as it is and compressed (lib/http/compression.ts): what compressing
   // costs per request, beside the same chunk sent as it is.
   { name: '100 items, as they are', server: 'service', path: HUNDRED_ITEMS },
   { name: '100 items, gzip', server: 'service', path: HUNDRED_ITEMS, headers: { 'accept-encoding': 'gzip' } },
@@ -182,7 +182,7 @@ export const scenarios: Scenario[] = [
     requests: anotherPriceEach(PRICE_CHUNK),
     connections: 32,
   },
-  // The cost of the request log and of the metrics: the same chunk without them (docs/benchmarks.md, "Logs and metrics").
+  // The cost of the request log and of the metrics: the same chunk without them (docs/benchmarks.md).
   {
     name: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent',
     server: 'service, LOG_LEVEL=silent',

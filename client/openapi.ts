@@ -7,13 +7,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Where to start: the API, its documentation and this document */
+        /**
+         * Where to start: the API, its documentation and this document
+         * @description Links to the API (/v1), its docs page (/docs) and this description (/openapi.json), in the body and in a Link header (RFC 8631). They start with PUBLIC_URL when the service has one, otherwise with the request’s own origin. Public, not rate-limited.
+         */
         get: operations["root"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Where to start: the API, its documentation and this document (headers only)
+         * @description The answer to GET / without its body: the same status and headers. Links to the API (/v1), its docs page (/docs) and this description (/openapi.json), in the body and in a Link header (RFC 8631). They start with PUBLIC_URL when the service has one, otherwise with the request’s own origin. Public, not rate-limited.
+         */
+        head: operations["root_head"];
         patch?: never;
         trace?: never;
     };
@@ -24,13 +31,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The index: a link to every collection */
+        /**
+         * The index: a link to every collection
+         * @description One `_links` entry per collection, in the body and in a Link header, which also links this description and the docs page. Rate-limited like everything under /v1: without an API key a client is counted by its IP address.
+         */
         get: operations["index"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * The index: a link to every collection (headers only)
+         * @description The answer to GET /v1 without its body: the same status and headers, and is charged what the GET would be. One `_links` entry per collection, in the body and in a Link header, which also links this description and the docs page. Rate-limited like everything under /v1: without an API key a client is counted by its IP address.
+         */
+        head: operations["index_head"];
         patch?: never;
         trace?: never;
     };
@@ -50,7 +64,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * A chunk of products (headers only)
+         * @description The answer to GET /v1/products without its body: the same status and headers, and is charged what the GET would be. Pagination variants: offset, page, cursor (default offset); the parameters of a request pick one (docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
+         */
+        head: operations["list_products_head"];
         patch?: never;
         trace?: never;
     };
@@ -70,7 +88,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * A chunk of orders (headers only)
+         * @description The answer to GET /v1/orders without its body: the same status and headers, and is charged what the GET would be. Pagination variants: cursor (default cursor); the parameters of a request pick one (docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
+         */
+        head: operations["list_orders_head"];
         patch?: never;
         trace?: never;
     };
@@ -90,7 +112,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * A chunk of events (headers only)
+         * @description The answer to GET /v1/events without its body: the same status and headers, and is charged what the GET would be. Pagination variants: time, cursor (default time); the parameters of a request pick one (docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
+         */
+        head: operations["list_events_head"];
         patch?: never;
         trace?: never;
     };
@@ -121,13 +147,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tiers, by allowance, then name */
+        /**
+         * The tiers, by allowance, then name
+         * @description Every tier with its allowance (units per window), its window and its concurrency cap.
+         */
         get: operations["list_tiers"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * The tiers, by allowance, then name (headers only)
+         * @description The answer to GET /admin/tiers without its body: the same status and headers. Every tier with its allowance (units per window), its window and its concurrency cap.
+         */
+        head: operations["list_tiers_head"];
         patch?: never;
         trace?: never;
     };
@@ -139,7 +172,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Creates or changes a tier */
+        /**
+         * Creates or changes a tier
+         * @description Creates the tier (201) or changes it (200). Every instance applies it from its next request on: each rate-limit decision reads the tiers.
+         */
         put: operations["put_tier"];
         post?: never;
         delete?: never;
@@ -158,11 +194,17 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revokes a key: a 401 from its next request on */
+        /**
+         * Revokes a key: a 401 from its next request on
+         * @description From its next request on, at any instance, the key is a 401 invalid_api_key. A revoked key cannot be moved or revoked again (404).
+         */
         delete: operations["revoke_key"];
         options?: never;
         head?: never;
-        /** Moves a key to another tier */
+        /**
+         * Moves a key to another tier
+         * @description The tier must exist; every instance applies it from the key’s next request on. The answer never carries the key’s secret.
+         */
         patch: operations["move_key"];
         trace?: never;
     };
@@ -173,13 +215,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The process is alive (not rate-limited; the database is not asked) */
+        /**
+         * The process is alive (not rate-limited; the database is not asked)
+         * @description A liveness check: 200 while the process runs, whatever the database does. Public, not rate-limited.
+         */
         get: operations["healthz"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * The process is alive (not rate-limited; the database is not asked) (headers only)
+         * @description The answer to GET /healthz without its body: the same status and headers. A liveness check: 200 while the process runs, whatever the database does. Public, not rate-limited.
+         */
+        head: operations["healthz_head"];
         patch?: never;
         trace?: never;
     };
@@ -190,13 +239,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The database answers (not rate-limited) */
+        /**
+         * The database answers (not rate-limited)
+         * @description A readiness check: 200 when the database answers `select 1` on the rate limiter’s own connection within 2.5 s; otherwise 503, as while the instance drains after a stop signal. Public, not rate-limited.
+         */
         get: operations["readyz"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * The database answers (not rate-limited) (headers only)
+         * @description The answer to GET /readyz without its body: the same status and headers. A readiness check: 200 when the database answers `select 1` on the rate limiter’s own connection within 2.5 s; otherwise 503, as while the instance drains after a stop signal. Public, not rate-limited.
+         */
+        head: operations["readyz_head"];
         patch?: never;
         trace?: never;
     };
@@ -207,13 +263,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics (only when ADMIN_TOKEN is set; not rate-limited) */
+        /**
+         * Prometheus metrics (only when ADMIN_TOKEN is set; not rate-limited)
+         * @description Requests by route and status and their durations, rate-limit decisions and their durations, and the database pools, in Prometheus’ text format (docs/operations.md, "Metrics").
+         */
         get: operations["metrics"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Prometheus metrics (only when ADMIN_TOKEN is set; not rate-limited) (headers only)
+         * @description The answer to GET /metrics without its body: the same status and headers. Requests by route and status and their durations, rate-limit decisions and their durations, and the database pools, in Prometheus’ text format (docs/operations.md, "Metrics").
+         */
+        head: operations["metrics_head"];
         patch?: never;
         trace?: never;
     };
@@ -405,7 +468,24 @@ export interface components {
             createdAt: string;
         };
     };
-    responses: never;
+    responses: {
+        /** @description The HTTP parser refused the request before any route saw it: malformed (400), too slow to arrive (408), headers over the limit (431) */
+        Refused: {
+            headers: {
+                /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                "X-Request-Id": string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    status?: 400 | 408 | 431;
+                    /** @enum {unknown} */
+                    code?: "invalid_parameter" | "request_timeout" | "headers_too_large";
+                };
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -446,6 +526,67 @@ export interface operations {
                     };
                 };
             };
+            /** @description The links’ origin (Host, or X-Forwarded-Host from a trusted proxy) is over 300 characters (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 400;
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter" | "invalid_cursor";
+                    };
+                };
+            };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    root_head: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Links */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
+                    Link: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The links’ origin (Host, or X-Forwarded-Host from a trusted proxy) is over 300 characters (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
         };
     };
     index: {
@@ -488,6 +629,36 @@ export interface operations {
                             orders: components["schemas"]["Link"];
                             events: components["schemas"]["Link"];
                         };
+                    };
+                };
+            };
+            /** @description The links’ origin (Host, or X-Forwarded-Host from a trusted proxy) is over 300 characters (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 400;
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter" | "invalid_cursor";
                     };
                 };
             };
@@ -577,6 +748,132 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    index_head: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Links */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
+                    Link: string;
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The links’ origin (Host, or X-Forwarded-Host from a trusted proxy) is over 300 characters (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            429: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
         };
     };
     list_products: {
@@ -806,6 +1103,207 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    list_products_head: {
+        parameters: {
+            query?: {
+                /** @description Items in the chunk. Default 20. Picks offset pagination. Taken by offset pagination. */
+                limit?: number;
+                /** @description Items skipped before the chunk. Default 0. Picks offset pagination. Taken by offset pagination. */
+                offset?: number;
+                /** @description A comma list of `id`, `name`, `priceCents`, `createdAt`, each optionally prefixed with `-` (descending), each at most once; ties are broken by `id`. Default: `id`. Taken by offset, page, cursor pagination. */
+                sort?: string;
+                /** @description `exact` (the default): count(*) of the filtered set; `estimated` (or PostgREST's name `planned`): the planner's estimate; `none`: no size and no `last` link. Taken by offset, page pagination. */
+                count?: "exact" | "estimated" | "none" | "planned";
+                /** @description The zero-based page; offset = page-size × page, at most 2^53−1. Default 0. Picks page pagination. Taken by page pagination. */
+                page?: number;
+                /** @description Items in the chunk; may change from one chunk to the next. Alone, it starts the first chunk of the keyset variant. Default 20. Taken by page, cursor pagination. */
+                "page-size"?: number;
+                /** @description Opaque and signed: taken from a `next`, `prev` or `poll` link the service gave, never written by hand. Taken by cursor pagination. */
+                cursor?: string;
+                /** @description Items with an `id` greater than it, ascending by `id`. Picks cursor pagination. Taken by cursor pagination. */
+                since_id?: number;
+                /** @description Filter: `category` equals the value. */
+                category?: string;
+                /** @description Filter: `category` is one of the values, a comma list. */
+                "category[in]"?: string;
+                /** @description Filter: `priceCents` equals the value. */
+                priceCents?: number;
+                /** @description Filter: `priceCents` is less than the value. */
+                "priceCents[lt]"?: number;
+                /** @description Filter: `priceCents` is at most the value. */
+                "priceCents[lte]"?: number;
+                /** @description Filter: `priceCents` is greater than the value. */
+                "priceCents[gt]"?: number;
+                /** @description Filter: `priceCents` is at least the value. */
+                "priceCents[gte]"?: number;
+                /** @description Filter: `name` equals the value. */
+                name?: string;
+                /** @description Filter: `name` starts with the value, literally (`%` and `_` are no wildcards). */
+                "name[prefix]"?: string;
+            };
+            header?: {
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                "If-None-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A chunk: offset, page, cursor pagination */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
+                    Link: string;
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description `br` or `gzip`, for a chunk of 1,400 bytes or more to a client whose Accept-Encoding takes it */
+                    "Content-Encoding"?: "br" | "gzip";
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
+            304: {
+                headers: {
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A parameter, filter, sort or cursor is wrong; invalid_params names each (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            429: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
         };
     };
     list_orders: {
@@ -1023,6 +1521,195 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    list_orders_head: {
+        parameters: {
+            query?: {
+                /** @description Items in the chunk; may change from one chunk to the next. Alone, it starts the first chunk of the keyset variant. Default 20. Taken by cursor pagination. */
+                "page-size"?: number;
+                /** @description Opaque and signed: taken from a `next`, `prev` or `poll` link the service gave, never written by hand. Taken by cursor pagination. */
+                cursor?: string;
+                /** @description Items with an `id` greater than it, ascending by `id`. Picks cursor pagination. Taken by cursor pagination. */
+                since_id?: number;
+                /** @description A comma list of `id`, `createdAt`, `totalCents`, each optionally prefixed with `-` (descending), each at most once; ties are broken by `id`. Default: `-createdAt`. Taken by cursor pagination. */
+                sort?: string;
+                /** @description Filter: `status` equals the value. */
+                status?: string;
+                /** @description Filter: `status` is one of the values, a comma list. */
+                "status[in]"?: string;
+                /** @description Filter: `customerId` equals the value. */
+                customerId?: number;
+                /** @description Filter: `totalCents` is less than the value. */
+                "totalCents[lt]"?: number;
+                /** @description Filter: `totalCents` is at most the value. */
+                "totalCents[lte]"?: number;
+                /** @description Filter: `totalCents` is greater than the value. */
+                "totalCents[gt]"?: number;
+                /** @description Filter: `totalCents` is at least the value. */
+                "totalCents[gte]"?: number;
+            };
+            header?: {
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                "If-None-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A chunk: cursor pagination */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
+                    Link: string;
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description `br` or `gzip`, for a chunk of 1,400 bytes or more to a client whose Accept-Encoding takes it */
+                    "Content-Encoding"?: "br" | "gzip";
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
+            304: {
+                headers: {
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A parameter, filter, sort or cursor is wrong; invalid_params names each (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            429: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
         };
     };
     list_events: {
@@ -1234,6 +1921,189 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    list_events_head: {
+        parameters: {
+            query?: {
+                /** @description Items in the chunk; may change from one chunk to the next. Alone, it starts the first chunk of the keyset variant. Default 20. Taken by time, cursor pagination. */
+                "page-size"?: number;
+                /** @description Opaque and signed: taken from a `next`, `prev` or `poll` link the service gave, never written by hand. Taken by time, cursor pagination. */
+                cursor?: string;
+                /** @description Items strictly older (by `occurredAt`), newest first. Picks time pagination. Taken by time pagination. */
+                before?: string;
+                /** @description Items strictly newer (by `occurredAt`), oldest first. Picks time pagination. Taken by time pagination. */
+                after?: string;
+                /** @description Items with an `id` greater than it, ascending by `id`. Picks cursor pagination. Taken by cursor pagination. */
+                since_id?: number;
+                /** @description Filter: `type` equals the value. */
+                type?: string;
+                /** @description Filter: `type` is one of the values, a comma list. */
+                "type[in]"?: string;
+                /** @description Filter: `source` equals the value. */
+                source?: string;
+            };
+            header?: {
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                "If-None-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A chunk: time, cursor pagination */
+            200: {
+                headers: {
+                    /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
+                    Link: string;
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description `br` or `gzip`, for a chunk of 1,400 bytes or more to a client whose Accept-Encoding takes it */
+                    "Content-Encoding"?: "br" | "gzip";
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
+            304: {
+                headers: {
+                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    ETag: string;
+                    /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
+                    "Cache-Control": "private, no-cache";
+                    /** @description What the answer depends on besides the URL: `Accept-Encoding` for a chunk that may be compressed, `Origin` with CORS_ORIGINS set */
+                    Vary?: string;
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A parameter, filter, sort or cursor is wrong; invalid_params names each (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            429: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    "Retry-After": number;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
         };
     };
     issue_key: {
@@ -1396,6 +2266,7 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
         };
     };
     list_tiers: {
@@ -1466,6 +2337,60 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    list_tiers_head: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tiers */
+            200: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The admin token is not valid (forbidden) */
+            403: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
         };
     };
     put_tier: {
@@ -1599,6 +2524,7 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
         };
     };
     revoke_key: {
@@ -1701,6 +2627,7 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
         };
     };
     move_key: {
@@ -1837,6 +2764,7 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
         };
     };
     healthz: {
@@ -1866,6 +2794,32 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    healthz_head: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Alive */
+            200: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
         };
     };
     readyz: {
@@ -1915,6 +2869,45 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    readyz_head: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database did not answer within 2.5 s, or the instance is draining after a stop signal (unavailable) */
+            503: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
         };
     };
     metrics: {
@@ -1977,6 +2970,54 @@ export interface operations {
                     };
                 };
             };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    metrics_head: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus' text format */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The admin token is not valid (forbidden) */
+            403: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
         };
     };
 }

@@ -31,8 +31,8 @@ const EPOCH_SECONDS = Date.UTC(2025, 0, 1) / 1000;
 
 /**
  * Microseconds after 2025-01-01 as RFC 3339 text; integer arithmetic, so no precision is lost. Printed as
- * the service prints its timestamps (lib/pagination/timestamps.ts): a Date per row was a third of the
- * generator's time, which is what paces a seed's COPY (docs/benchmarks.md, "Seeding").
+ * the service prints its timestamps (lib/pagination/timestamps.ts), not through a Date per row: the
+ * generator's time is what paces a seed's COPY (docs/benchmarks.md).
  */
 function timestamp(micros: number): string {
   const seconds = Math.floor(micros / 1e6);
@@ -118,10 +118,10 @@ function copyLine(row: Row): string {
  * The table's rows as COPY text, in chunks of `batch` rows; reports the rows produced so far. It yields
  * to the event loop after each chunk: the socket takes a chunk at once while the server keeps up, and
  * its completions come back as next-tick callbacks, so without a pause the whole load ran in one turn of
- * the event loop, stalling everything else in the process (a reader here waited 1.7 s). A chunk is kept
- * small (about 57 KB for products): what the socket's send buffer does not take goes out only when the
- * event loop is free again, so while the next chunk was being made, PostgreSQL waited for the rest of the
- * last one (docs/benchmarks.md, "Seeding").
+ * the event loop, stalling everything else in the process (a reader here waited for the whole load). A
+ * chunk is kept small enough for the socket's send buffer: what the buffer does not take goes out only when
+ * the event loop is free again, so while the next chunk was being made, PostgreSQL waited for the rest of
+ * the last one (docs/benchmarks.md).
  */
 async function* copyChunks(rows: Generator<Row>, batch: number, onProgress: (done: number) => void): AsyncGenerator<string> {
   let done = 0;

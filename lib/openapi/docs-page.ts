@@ -66,7 +66,7 @@ export function docsRoutes(publicUrl: string | undefined): Hono {
   });
   // The initialiser is answered by the assets' route rather than a route of its own: a fixed path beside a
   // parameter at the same place is what Hono's RegExpRouter refuses, and it would leave every request of the
-  // app to the slower TrieRouter (docs/benchmarks.md, "Where the gap to the floor is").
+  // app to the slower TrieRouter (tests/http/app-routes.test.ts checks which router the app gets).
   docs.get('/:asset', async (c) => {
     const asset = c.req.param('asset');
     if (asset === 'init.js') return c.body(INIT, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' });

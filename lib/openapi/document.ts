@@ -51,12 +51,57 @@ function problem(status: number, description: string, responseHeaders: Record<st
 
 const rateLimited = headers(RATE_LIMIT_HEADERS);
 const withRetry = headers([...RATE_LIMIT_HEADERS, 'Retry-After']);
+/** The security of a public path: none at all, said explicitly (`[]`), where `[{}]` would make a credential optional. */
+const PUBLIC: Schema[] = [];
 
 /** The answers every request under /v1 may get besides its own: the limiter's, and the database away. */
 function limitedErrors(): Record<string, Schema> {
   return {
     '429': problem(429, 'The allowance is used up, or too many requests are in flight: wait Retry-After', withRetry),
     '503': problem(503, 'The database is away or too slow: try again after Retry-After', headers(['Retry-After'])),
+  };
+}
+
+/**
+ * What any request may get before a route sees it: Node's HTTP parser refuses a malformed request, one too
+ * slow to arrive, or headers over the limit (lib/http/client-error.ts). One shared response, referenced by
+ * every operation as its `4XX`: the statuses an operation lists itself come first.
+ */
+const REFUSED_STATUSES = [400, 408, 431] as const;
+const REFUSED_CODES = ['invalid_parameter', 'request_timeout', 'headers_too_large'];
+const refusedResponse: Schema = {
+  description:
+    'The HTTP parser refused the request before any route saw it: malformed (400), too slow to arrive (408), headers over the limit (431)',
+  headers: headers(EVERY_ANSWER_HEADERS),
+  content: {
+    'application/problem+json': {
+      schema: {
+        allOf: [ref('Problem'), { type: 'object', properties: { status: { enum: REFUSED_STATUSES }, code: { enum: REFUSED_CODES } } }],
+      },
+    },
+  },
+};
+const refused = { '4XX': { $ref: '#/components/responses/Refused' } };
+
+/**
+ * The HEAD of a GET: Hono answers HEAD wherever GET is, with the GET's status and headers and no body
+ * (docs/api.md, "URLs"), so it is described as the GET without its responses' content.
+ */
+function headOf(get: Schema, path: string): Schema {
+  const responses = Object.fromEntries(
+    Object.entries(get.responses as Record<string, Schema>).map(([status, response]) => {
+      if (response.$ref !== undefined) return [status, response];
+      const { content: _, ...rest } = response;
+      return [status, rest];
+    }),
+  );
+  const charged = path.startsWith('/v1') ? ', and is charged what the GET would be' : '';
+  return {
+    ...get,
+    operationId: `${get.operationId}_head`,
+    summary: `${get.summary} (headers only)`,
+    description: `The answer to GET ${path} without its body: the same status and headers${charged}. ${get.description}`,
+    responses,
   };
 }
 
@@ -146,6 +191,7 @@ function adminPaths(): Record<string, Schema> {
         tags,
         security,
         summary: 'The tiers, by allowance, then name',
+        description: 'Every tier with its allowance (units per window), its window and its concurrency cap.',
         responses: {
           '200': json('The tiers', {
             type: 'object',
@@ -163,6 +209,8 @@ function adminPaths(): Record<string, Schema> {
         tags,
         security,
         summary: 'Creates or changes a tier',
+        description:
+          'Creates the tier (201) or changes it (200). Every instance applies it from its next request on: each rate-limit decision reads the tiers.',
         parameters: [pathParam(tierParams, 'name')],
         requestBody: body(tierBody),
         responses: {
@@ -180,6 +228,8 @@ function adminPaths(): Record<string, Schema> {
         tags,
         security,
         summary: 'Moves a key to another tier',
+        description:
+          'The tier must exist; every instance applies it from the key’s next request on. The answer never carries the key’s secret.',
         parameters: [pathParam(keyParams, 'id')],
         requestBody: body(keyBody),
         responses: {
@@ -195,6 +245,8 @@ function adminPaths(): Record<string, Schema> {
         tags,
         security,
         summary: 'Revokes a key: a 401 from its next request on',
+        description:
+          'From its next request on, at any instance, the key is a 401 invalid_api_key. A revoked key cannot be moved or revoked again (404).',
         parameters: [pathParam(keyParams, 'id')],
         responses: {
           '204': { description: 'Revoked' },
@@ -232,10 +284,15 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
         operationId: 'root',
         tags: ['service'],
         summary: 'Where to start: the API, its documentation and this document',
+        description:
+          'Links to the API (/v1), its docs page (/docs) and this description (/openapi.json), in the body and in a Link header (RFC 8631). ' +
+          'They start with PUBLIC_URL when the service has one, otherwise with the request’s own origin. Public, not rate-limited.',
+        security: PUBLIC,
         responses: {
           '200': json('Links', linksObject(['self', 'api', 'service-doc', 'service-desc']), {
             Link: { ...headerDocs.Link, required: true },
           }),
+          '400': problem(400, 'The links’ origin (Host, or X-Forwarded-Host from a trusted proxy) is over 300 characters'),
         },
       },
     },
@@ -244,9 +301,13 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
         operationId: 'index',
         tags: ['collections'],
         summary: 'The index: a link to every collection',
+        description:
+          'One `_links` entry per collection, in the body and in a Link header, which also links this description and the docs page. ' +
+          'Rate-limited like everything under /v1: without an API key a client is counted by its IP address.',
         security: [{}, { apiKey: [] }],
         responses: {
           '200': json('Links', linksObject(['self', ...registry.keys()]), { Link: { ...headerDocs.Link, required: true }, ...rateLimited }),
+          '400': problem(400, 'The links’ origin (Host, or X-Forwarded-Host from a trusted proxy) is over 300 characters', rateLimited),
           '401': problem(401, 'The API key is unknown, revoked or malformed', rateLimited),
           ...limitedErrors(),
         },
@@ -291,6 +352,8 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       operationId: 'healthz',
       tags: ['service'],
       summary: 'The process is alive (not rate-limited; the database is not asked)',
+      description: 'A liveness check: 200 while the process runs, whatever the database does. Public, not rate-limited.',
+      security: PUBLIC,
       responses: {
         '200': json('Alive', {
           type: 'object',
@@ -306,6 +369,10 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       operationId: 'readyz',
       tags: ['service'],
       summary: 'The database answers (not rate-limited)',
+      description:
+        'A readiness check: 200 when the database answers `select 1` on the rate limiter’s own connection within 2.5 s; ' +
+        'otherwise 503, as while the instance drains after a stop signal. Public, not rate-limited.',
+      security: PUBLIC,
       responses: {
         '200': json('Ready', {
           type: 'object',
@@ -322,6 +389,9 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       operationId: 'metrics',
       tags: ['operator'],
       summary: 'Prometheus metrics (only when ADMIN_TOKEN is set; not rate-limited)',
+      description:
+        'Requests by route and status and their durations, rate-limit decisions and their durations, and the database pools, ' +
+        'in Prometheus’ text format (docs/operations.md, "Metrics").',
       security: [{ adminToken: [] }],
       responses: {
         '200': {
@@ -333,6 +403,12 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
     },
   };
 
+  // Every GET is answered to HEAD too; and any request may be refused by the HTTP parser.
+  for (const [path, item] of Object.entries(paths)) {
+    if (item.get !== undefined) item.head = headOf(item.get as Schema, path);
+    for (const operation of Object.values(item) as Schema[]) operation.responses = { ...(operation.responses as Schema), ...refused };
+  }
+
   return {
     openapi: '3.1.0',
     info: {
@@ -341,6 +417,9 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       description:
         'Large PostgreSQL tables served in chunks (offset, page, cursor and time pagination, with filters and sorting), under a per-client rate limit. ' +
         'Every error is application/problem+json. Everything under /v1 is rate-limited and answers with the rate-limit headers.',
+      contact: { name: `The ${packageJson.name} project` },
+      // No license is granted (package.json: private, UNLICENSED); an SPDX reference of its own, as SPDX allows.
+      license: { name: `${packageJson.license}: no license is granted`, identifier: `LicenseRef-${packageJson.license}` },
     },
     servers: [{ url: options.serverUrl ?? '/' }],
     tags: [
@@ -352,6 +431,7 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
     paths,
     components: {
       schemas,
+      responses: { Refused: refusedResponse },
       securitySchemes: {
         apiKey: {
           type: 'http',

@@ -3,8 +3,9 @@ import { events, orders, products } from '../../db/schema.ts';
 import { type CostRule, createRegistry, defineCollection, type Registry } from './registry.ts';
 
 const demoPageSize = { default: 20, max: 100 } as const;
-// Skipping rows along the primary key reads the heap in order (0.1 µs a row, measured on a million
-// products); along any other index it reads the heap at random (0.6 to 1.4 µs a row): docs/rate-limit.md, "What the numbers rest on".
+// Skipping rows along the primary key reads the heap in order; along any other index it reads the heap at
+// random, several times dearer a row, so those indexes skip fewer rows per unit (docs/rate-limit.md, "What
+// the numbers rest on").
 function demoCost(indexed: Record<string, number>): CostRule {
   return { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000, ...indexed } };
 }

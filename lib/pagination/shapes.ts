@@ -53,7 +53,7 @@ export interface Shape {
 export const SHAPE_CACHE_SIZE = 500;
 /**
  * The most shapes ever named on one pool, so each of its connections holds at most this many prepared
- * statements (about 25 KB of backend memory each, generic plan included: 12 MB a connection). postgres.js
+ * statements, each holding backend memory for its plan, which bounds what a connection holds. postgres.js
  * keeps a connection's statements as long as the connection, and a client can ask for many shapes (every
  * page size, sort and filter combination), so a shape evicted from the cache keeps its name and a shape past
  * the cap runs unnamed: as fast as a query built anew, minus the building.

@@ -39,7 +39,8 @@ function put(at: number, value: number, digits: number): void {
 /**
  * The value of the decimal digits of `text` from `start` to `end` (exclusive), or -1 if any is not a digit.
  * Read by character code: a chunk prints one timestamp per item, and a regular expression's match would
- * make an array and three strings for each (docs/benchmarks.md, "Where the gap to the floor is").
+ * make an array and three strings for each, and what a request allocates is what its CPU follows
+ * (docs/benchmarks.md).
  */
 function digitsValue(text: string, start: number, end: number): number {
   let value = 0;

@@ -43,7 +43,10 @@ export function documentChecker(document: Schema) {
   function check(method: string, path: string, response: { status: number; headers: Headers; body: unknown }): ResponseCheck {
     const operation = document.paths[path]?.[method.toLowerCase()];
     if (!operation) return { errors: [`${method} ${path} is not in the document`] };
-    const documented = operation.responses[String(response.status)] ?? operation.responses.default;
+    // The status itself, else its range ("4XX"), else the default; a response may be a reference to components.responses.
+    const listed =
+      operation.responses[String(response.status)] ?? operation.responses[`${String(response.status)[0]}XX`] ?? operation.responses.default;
+    const documented = listed?.$ref === undefined ? listed : document.components.responses[listed.$ref.split('/').at(-1)];
     if (!documented) return { errors: [`${method} ${path}: status ${response.status} is not documented`] };
     const errors: string[] = [];
     for (const [name, header] of Object.entries<Schema>(documented.headers ?? {})) {

@@ -6,6 +6,7 @@ import t from 'tap';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { logLines } from '../helpers/logs.ts';
+import { documentChecker } from '../helpers/openapi.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -43,6 +44,8 @@ const port = await freePort();
 const server = await startServer(t, port, { DATABASE_URL: db.url, ADMIN_TOKEN });
 /** The request ids the refused requests were answered with, in order. */
 const answered: string[] = [];
+// A refusal comes before any route: the description lists it as every operation's 4XX (GET /healthz lists no other).
+const checker = documentChecker(await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json());
 
 const refused: { name: string; request: string; status: number; part: string | undefined }[] = [
   { name: 'a control byte in the URL', request: 'GET /v1/pro\x01ducts HTTP/1.1\r\nHost: x\r\n\r\n', status: 400, part: 'url' },
@@ -93,6 +96,8 @@ for (const { name, request, status, part } of refused) {
     answered.push(problem.requestId);
     t.equal(problem.status, status);
     t.equal(problem.code, status === 431 ? 'headers_too_large' : 'invalid_parameter');
+    const documented = checker.check('GET', '/healthz', { status, headers: new Headers([...res.headers]), body: problem });
+    t.same(documented.errors, [], 'as the description says');
     if (part)
       t.same(
         problem.invalid_params.map((p: { name: string }) => p.name),

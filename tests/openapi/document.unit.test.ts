@@ -99,3 +99,36 @@ t.test('the problem schema lists every error code, and each problem response onl
   t.not(check(problem429, { ...base, code: 'invalid_parameter' }).length, 0, 'a code of another status is refused');
   t.not(check('Problem', { ...base, code: 'no_such_code' }).length, 0, 'an unknown code is refused');
 });
+
+t.test('every operation has a description, and every GET a HEAD: its parameters and headers, no content', async (t) => {
+  const document: any = openApiDocument(demoRegistry());
+  const methods = ['get', 'head', 'put', 'post', 'patch', 'delete'];
+  for (const [path, item] of Object.entries<any>(document.paths)) {
+    for (const method of methods.filter((m) => item[m] !== undefined)) {
+      t.match(item[method].description, /\S/, `${method.toUpperCase()} ${path} is described`);
+      t.ok(item[method].responses['4XX'], `${method.toUpperCase()} ${path}: the HTTP parser's refusals`);
+    }
+    if (item.get === undefined) continue;
+    const { get, head } = item;
+    t.ok(head, `HEAD ${path}`);
+    t.same(head.parameters, get.parameters, `HEAD ${path}: the GET's parameters`);
+    t.same(head.security, get.security, `HEAD ${path}: the GET's security`);
+    t.same(Object.keys(head.responses), Object.keys(get.responses), `HEAD ${path}: the GET's statuses`);
+    for (const [status, response] of Object.entries<any>(head.responses)) {
+      if (response.$ref !== undefined) continue;
+      t.same(response.headers, get.responses[status].headers, `HEAD ${path} ${status}: the GET's headers`);
+      t.equal(response.content, undefined, `HEAD ${path} ${status}: no body`);
+    }
+  }
+});
+
+t.test('public paths say so (security: []), and info names a contact and a license', async (t) => {
+  const document: any = openApiDocument(demoRegistry());
+  for (const path of ['/', '/healthz', '/readyz']) {
+    t.same(document.paths[path].get.security, [], `GET ${path} is public`);
+    t.same(document.paths[path].head.security, [], `HEAD ${path} is public`);
+  }
+  t.same(document.paths['/v1/keys'].post.security, [], 'so is POST /v1/keys');
+  t.match(document.info.contact, { name: /paginated-collections/ });
+  t.match(document.info.license, { name: /UNLICENSED/, identifier: 'LicenseRef-UNLICENSED' });
+});

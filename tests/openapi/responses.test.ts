@@ -76,6 +76,14 @@ t.test('every collection and variant, and every other path, answers as the docum
   }
 
   await check('/', '/', {}, { status: 200 });
+  // Links whose origin would be over 300 characters: the root's 400, as documented.
+  const longHost = await api.app.request(`http://${'h'.repeat(300)}.test/`);
+  t.equal(longHost.status, 400);
+  t.same(
+    checker.check('GET', '/', { status: 400, headers: longHost.headers, body: await longHost.json() }).errors,
+    [],
+    'GET / → 400 as documented',
+  );
   await check('/v1', '/v1', {}, { status: 200 });
   await check('/healthz', '/healthz', {}, { status: 200 });
   await check('/readyz', '/readyz', {}, { status: 200 });
@@ -107,6 +115,33 @@ t.test('every collection and variant, and every other path, answers as the docum
   await api.request('/v1/orders?page-size=2', { address: '192.0.2.77' });
   const { body: limited } = await check('/v1/orders', '/v1/orders?page-size=2', { address: '192.0.2.77' } as RequestInit, { status: 429 });
   t.equal(limited.code, 'Request_limit_exceeded');
+});
+
+t.test('HEAD is answered wherever GET is, as the document describes it: the GET’s status and headers, no body', async (t) => {
+  const api = await testApp(t, { seed: { products: 5, orders: 5, events: 5 }, rateLimit: true });
+  const document = await (await api.request('/openapi.json')).json();
+  const checker = documentChecker(document);
+  const urls: Record<string, string> = { '/admin/tiers': '/admin/tiers', '/metrics': '/metrics' };
+  const described = Object.keys(document.paths).filter((path) => document.paths[path].get !== undefined);
+  t.ok(described.length >= 9, 'every GET path');
+  for (const path of described) {
+    t.ok(document.paths[path].head, `HEAD ${path} is described`);
+    const init = { method: 'HEAD', headers: path === '/admin/tiers' || path === '/metrics' ? admin : {} };
+    const [head, get] = [await api.request(urls[path] ?? path, init), await api.request(urls[path] ?? path, { ...init, method: 'GET' })];
+    t.equal(head.status, get.status, `HEAD ${path}: the GET's status`);
+    t.equal(await head.text(), '', `HEAD ${path}: no body`);
+    await get.arrayBuffer();
+    const result = checker.check('HEAD', path, { status: head.status, headers: head.headers, body: undefined });
+    t.same(result.errors, [], `HEAD ${path} → ${head.status} is as documented`);
+  }
+  // A chunk's HEAD is charged what its GET is.
+  const remaining = async (method: string) =>
+    Number((await api.request('/v1/products?limit=100', { method })).headers.get('x-ratelimit-remaining'));
+  const before = await remaining('GET');
+  const afterHead = await remaining('HEAD');
+  const afterGet = await remaining('GET');
+  t.equal(before - afterHead, afterHead - afterGet, 'HEAD and GET cost the same');
+  t.ok(before - afterHead > 0, 'and HEAD costs something');
 });
 
 t.test('every parameter the document gives a collection is taken, and no other variant parameter', async (t) => {

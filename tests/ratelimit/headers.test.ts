@@ -31,8 +31,9 @@ interface Served {
 }
 
 t.test('Remaining, Reset and Retry-After are promises the service keeps', async (t) => {
-  // The headers are under test, not the 2.5 s deadline (tests/limiter-concurrency, limiter-db-down): a machine
-  // that stalls for seconds (CI on two busy cores) must not turn a decision into a 503 here.
+  // The headers are under test, not the 2.5 s deadline (tests/ratelimit/concurrency.test.ts and
+  // db-down.test.ts test that): a machine that stalls for seconds (CI on two busy cores) must not turn a
+  // decision into a 503 here.
   const api = await testApp(t, { rateLimit: { timeoutMs: 60_000 } });
   let run = 0;
   // The database clock as the app sees it: the real clock (same machine) plus the test offset.
