@@ -1115,7 +1115,7 @@ export interface operations {
                 offset?: number;
                 /** @description A comma list of `id`, `name`, `priceCents`, `createdAt`, each optionally prefixed with `-` (descending), each at most once; ties are broken by `id`. Default: `id`. Taken by offset, page, cursor pagination. */
                 sort?: string;
-                /** @description `exact` (the default): count(*) of the filtered set; `estimated` (or PostgREST's name `planned`): the planner's estimate; `none`: no size and no `last` link. Taken by offset, page pagination. */
+                /** @description Absent (the default): exact (count(*)) while the planner's estimate of the filtered set is under 10000 rows, the planner's estimate above it, and the chunk's `count` says which; `exact`: count(*) of the filtered set, charged by the rows it reads; `estimated` (or PostgREST's name `planned`): the planner's estimate; `none`: no size and no `last` link. Taken by offset, page pagination. */
                 count?: "exact" | "estimated" | "none" | "planned";
                 /** @description The zero-based page; offset = page-size × page, at most 2^53−1. Default 0. Picks page pagination. Taken by page pagination. */
                 page?: number;
@@ -1145,7 +1145,7 @@ export interface operations {
                 "name[prefix]"?: string;
             };
             header?: {
-                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that gives back the units of sending its items (those for rows read stay charged; `*` is charged in full) */
                 "If-None-Match"?: string;
             };
             path?: never;
@@ -1158,7 +1158,7 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -1189,7 +1189,7 @@ export interface operations {
             /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
             304: {
                 headers: {
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -1551,7 +1551,7 @@ export interface operations {
                 "totalCents[gte]"?: number;
             };
             header?: {
-                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that gives back the units of sending its items (those for rows read stay charged; `*` is charged in full) */
                 "If-None-Match"?: string;
             };
             path?: never;
@@ -1564,7 +1564,7 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -1595,7 +1595,7 @@ export interface operations {
             /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
             304: {
                 headers: {
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -1945,7 +1945,7 @@ export interface operations {
                 source?: string;
             };
             header?: {
-                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that costs nothing */
+                /** @description The ETag of a chunk this client has: while the chunk is the same, the answer is a 304 that gives back the units of sending its items (those for rows read stay charged; `*` is charged in full) */
                 "If-None-Match"?: string;
             };
             path?: never;
@@ -1958,7 +1958,7 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 links: the same links as `_links`, in the same order, then `</openapi.json>; rel="service-desc", </docs>; rel="service-doc"` (RFC 8631) */
                     Link: string;
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
@@ -1989,7 +1989,7 @@ export interface operations {
             /** @description Not Modified: the chunk If-None-Match names is the current one; its units are given back */
             304: {
                 headers: {
-                    /** @description A weak tag of the chunk's body: send it back in If-None-Match, and an unchanged chunk is a 304 that costs nothing */
+                    /** @description A weak tag of the chunk's body, keyed with a server secret: send it back in If-None-Match, and an unchanged chunk is a 304 without the units of sending it */
                     ETag: string;
                     /** @description `private, no-cache`: a client may keep the chunk, but must ask (If-None-Match) before reusing it */
                     "Cache-Control": "private, no-cache";
