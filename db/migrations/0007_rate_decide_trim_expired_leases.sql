@@ -2,8 +2,8 @@
 -- when their lease expired a minute ago or more, not only when it was released. A lease whose release never
 -- came (its instance stopped, or the database was away until the release was given up) kept its slot for as
 -- long as the subject stayed active: after a burst of such leases a busy subject kept hundreds of slots, counted
--- at every statement and written back with its row at every decision (1,000 stale slots made a hot key's
--- requests 2.5 times slower, measured in docs/benchmarks.md, "Slots of leases never released"). An instance
+-- at every statement and written back with its row at every decision, which slowed a hot key's requests
+-- several times over. An instance
 -- gives up the releases it owes at their lease's expiry (lib/ratelimit/limiter.ts), so within that minute a
 -- release may still come and bring a 304's units back; after it, only the release of a request that outlived
 -- its lease by a minute could, and it finds nothing, as it would have found its slot taken by another lease.

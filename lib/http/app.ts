@@ -128,7 +128,7 @@ export function buildApp(deps: AppDeps): App {
   app.use('/v1/*', conditionalRequests());
   // POST /v1/keys issues a key. It shares the collections' route, `/v1/:collection`, rather than having one of
   // its own: a fixed path beside a parameter at the same place is what Hono's RegExpRouter refuses, and it
-  // would leave every request to the slower TrieRouter (docs/benchmarks.md, "Where the gap to the floor is").
+  // would leave every request to the slower TrieRouter (docs/benchmarks.md).
   const KEYS = 'keys';
   /** What a path under /v1 allows: POST for the keys, GET and HEAD for a collection. */
   const allowed = (c: Context) => (c.req.param('collection') === KEYS ? 'POST' : 'GET, HEAD');

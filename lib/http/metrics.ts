@@ -42,9 +42,9 @@ export interface Metrics {
   statement(decisions: number): void;
 }
 
-// Seconds. A chunk is ~1–50 ms, a deep offset ~0.3 s, a deadline 7 s.
+// Seconds: from a cheap chunk up to a deep offset, and past the query deadline.
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-// A decision is one round trip (~0.2 ms) plus the statements ahead of it; its deadline is 2.5 s.
+// A decision is one round trip plus the statements ahead of it, up to its deadline (2.5 s).
 const DECISION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5];
 const BATCH_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256];
 

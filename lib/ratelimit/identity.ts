@@ -41,8 +41,8 @@ function subjectOf(address: string): string | undefined {
   return `${groups.join(':')}::/64`;
 }
 
-// ipaddr.js takes 10-15 µs to read an IPv6 address (an IPv4-mapped one is what a dual-stack socket reports
-// for every IPv4 client), a tenth of a request's whole work: each address is read once, and remembered.
+// Reading an IPv6 address with ipaddr.js is a noticeable share of a request's work (an IPv4-mapped one is
+// what a dual-stack socket reports for every IPv4 client): each address is read once, and remembered.
 // Bounded: the addresses a trusted proxy forwards are the clients' to choose.
 const subjects = new Map<string, string | undefined>();
 const MAX_REMEMBERED = 10_000;
