@@ -121,7 +121,7 @@ t.test('503s by cause: the limiter, a query, readiness, draining', async (t) => 
   t.teardown(() => reserved.release());
   await reserved`begin`;
   await reserved`lock table products in access exclusive mode`;
-  const answer = api.request('/v1/products?limit=1');
+  const answer = api.request('/v1/products?limit=1&count=none');
   await lockWaiters(api.database.sql, api.database.name, 1);
   await api.database.sql`
     select pg_cancel_backend(pid) from pg_stat_activity where datname = ${api.database.name} and wait_event_type = 'Lock'`;
