@@ -23,9 +23,10 @@ export interface KeyStore {
   readonly drizzle: Drizzle;
   /**
    * Makes a change with `write`, and copies the rows that `touched` names from the first database to every
-   * other before the change commits there. Any failure (a database away) rolls the change back on the first
-   * database: it is made nowhere, or on the others but not the first only when the first fails in its very
-   * commit, which the same change sent again, or the next start-up (syncKeysAndTiers), puts right.
+   * other, each in a transaction that commits once all of them have the rows, before the change commits on
+   * the first. Any failure before the commits (a database away) rolls it back everywhere: it is made
+   * nowhere. Only a database that fails in its very commit leaves it half made (on some databases and not
+   * on the others), which the same change sent again, or the next start-up (syncKeysAndTiers), puts right.
    */
   change<T>(write: (db: Writer) => Promise<T>, touched: (result: T) => Touched): Promise<T>;
 }
@@ -90,11 +91,42 @@ export function keyStore(databases: readonly LimiterDatabase[]): KeyStore {
                 .select()
                 .from(apiKeys)
                 .where(inArray(apiKeys.id, [...keys]));
-        await Promise.all(others.map((other) => other.drizzle.transaction((copy) => copyRows(copy, tierRows, keyRows))));
+        await onEveryOther(others, (copy) => copyRows(copy, tierRows, keyRows));
         return result;
       });
     },
   };
+}
+
+/**
+ * Runs `copy` in a transaction on each of `others`, and commits them only once it has succeeded on all of
+ * them: a database that fails (away, or refusing) rolls back every other. Settles once every transaction
+ * has ended, rejecting with the first failure.
+ */
+async function onEveryOther(others: readonly LimiterDatabase[], copy: (db: Writer) => Promise<void>): Promise<void> {
+  const signals = others.map(() => {
+    let settle: { resolve: () => void; reject: (error: unknown) => void } | undefined;
+    const promise = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+    return { promise, ...settle! };
+  });
+  const allCopied = Promise.all(signals.map((signal) => signal.promise));
+  allCopied.catch(() => {}); // each transaction awaits it, and fails with it
+  const outcomes = await Promise.allSettled(
+    others.map((other, i) =>
+      other.drizzle
+        .transaction(async (tx) => {
+          await copy(tx);
+          signals[i]!.resolve();
+          await allCopied;
+        })
+        .catch((error: unknown) => {
+          signals[i]!.reject(error); // one that failed before or in its copy stops the others from committing
+          throw error;
+        }),
+    ),
+  );
+  const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
 /**
