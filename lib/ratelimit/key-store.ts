@@ -10,10 +10,10 @@ import type * as schema from '../../db/schema.ts';
 import { apiKeys, rateTiers } from '../../db/schema.ts';
 
 /** What a change writes with: the first database, or a transaction on it. */
-export type Writer = PgDatabase<PostgresJsQueryResultHKT, typeof schema>;
+type Writer = PgDatabase<PostgresJsQueryResultHKT, typeof schema>;
 
 /** The rows a change wrote, by primary key, to be copied to the other limiter databases. */
-export interface Touched {
+interface Touched {
   readonly tiers?: readonly string[];
   readonly keys?: readonly string[];
 }
