@@ -1,7 +1,9 @@
 // The database clients: one postgres.js pool with the Drizzle instance over it, and the rate limiter's
-// own connection, which is thrown away and replaced when it stops answering.
+// own connection, which is thrown away and replaced when it stops answering; or, with limiter databases of
+// their own (LIMITER_DATABASE_URL), such a connection and a small pool on each of them.
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import postgres, { type Options, type Sql } from 'postgres';
+import { databaseIdentity } from './identity.ts';
 import * as schema from './schema.ts';
 
 export type Drizzle = PostgresJsDatabase<typeof schema>;
@@ -32,11 +34,31 @@ export interface OwnConnection {
   renew(stale: Sql): void;
 }
 
+/**
+ * A database the rate limiter decides on: its tables `rate_windows`, `rate_tiers` and `api_keys` and its
+ * functions (docs/operations.md, "Limiter databases").
+ */
+export interface LimiterDatabase {
+  /** `host:port/dbname` (db/identity.ts): which subjects are this database's (lib/ratelimit/shards.ts). */
+  readonly identity: string;
+  /** Its own connection: decisions and lease releases. */
+  readonly connection: OwnConnection;
+  /** A pool: housekeeping, and keys and tiers (the data pool itself when the limiter is on the data database). */
+  readonly sql: Sql;
+  readonly drizzle: Drizzle;
+}
+
 export interface Database {
   readonly sql: Sql;
   readonly drizzle: Drizzle;
   /**
-   * One connection for the rate limiter's decisions and lease releases (lib/ratelimit/limiter.ts keeps at most two
+   * The rate limiter's databases, in the order LIMITER_DATABASE_URL names them, the first holding the keys
+   * and tiers every other copies (lib/ratelimit/key-store.ts); without it, this database alone, with
+   * `limiter` as its connection and the pool for the rest.
+   */
+  readonly limiters: readonly LimiterDatabase[];
+  /**
+   * The first limiter database's connection (`limiters[0].connection`). One connection for the rate limiter's decisions and lease releases (lib/ratelimit/limiter.ts keeps at most two
    * statements in flight on it, pipelined, or one behind a transaction pooler), and for readiness: they never queue behind data queries that
    * fill the pool, so the limiter keeps answering, and declining, while the collections are slow.
    */
@@ -74,7 +96,15 @@ export interface DatabaseOptions {
   readonly pooled?: boolean;
   /** A read replica for collection queries (Database.reads), and whether a pooler leads to it. */
   readonly read?: { readonly url: string; readonly pooled?: boolean };
+  /**
+   * The limiter's databases (LIMITER_DATABASE_URL), none of them behind a pooler; absent: the limiter is on
+   * `url`. Each gets a connection of its own and a pool of LIMITER_POOL_SIZE.
+   */
+  readonly limiters?: readonly string[];
 }
+
+/** A limiter database's pool: housekeeping, the operator API's writes and key issuing, all rare. */
+const LIMITER_POOL_SIZE = 2;
 
 /** What a connection that works needs beyond the server's statement_timeout to report the cancellation. */
 const DEADLINE_MARGIN_MS = 1000;
@@ -112,27 +142,50 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
   const pool = (poolUrl: string, poolPooled: boolean) =>
     postgres(poolUrl, { ...common, max: options.max ?? 10, ...connectionOptions(poolPooled, 'collections', statementTimeoutMs) });
   const sql = pool(url, pooled);
-  const limiter = ownConnection(
-    () =>
-      postgres(url, {
-        ...common,
-        max: 1,
-        // postgres.js 3.4.9 fetches the array types after every (re)connection, and a connection ended or
-        // broken during that fetch leaves a promise rejected with no handler, which ends the process: this
-        // connection is renewed while it reconnects. The limiter sends its arrays as literals instead.
-        fetch_types: false,
-        // A decision the limiter has given up on must not be made much later, behind a lock.
-        ...connectionOptions(pooled, 'collections-limiter', limiterTimeoutMs),
-      }),
-    limiterTimeoutMs + DEADLINE_MARGIN_MS,
-    !pooled,
-  );
+  const limiterConnection = (limiterUrl: string, limiterPooled: boolean) =>
+    ownConnection(
+      () =>
+        postgres(limiterUrl, {
+          ...common,
+          max: 1,
+          // postgres.js 3.4.9 fetches the array types after every (re)connection, and a connection ended or
+          // broken during that fetch leaves a promise rejected with no handler, which ends the process: this
+          // connection is renewed while it reconnects. The limiter sends its arrays as literals instead.
+          fetch_types: false,
+          // A decision the limiter has given up on must not be made much later, behind a lock.
+          ...connectionOptions(limiterPooled, 'collections-limiter', limiterTimeoutMs),
+        }),
+      limiterTimeoutMs + DEADLINE_MARGIN_MS,
+      !limiterPooled,
+    );
+  const limiters = options.limiters
+    ? options.limiters.map((limiterUrl) => {
+        const limiterSql = postgres(limiterUrl, {
+          ...common,
+          max: LIMITER_POOL_SIZE,
+          ...connectionOptions(false, 'collections-limiter-pool', statementTimeoutMs),
+        });
+        return {
+          identity: databaseIdentity(limiterUrl),
+          connection: limiterConnection(limiterUrl, false),
+          sql: limiterSql,
+          drizzle: drizzle(limiterSql, { schema }),
+        };
+      })
+    : [{ identity: databaseIdentity(url), connection: limiterConnection(url, pooled), sql, drizzle: drizzle(sql, { schema }) }];
   const readSql = options.read ? pool(options.read.url, options.read.pooled ?? false) : undefined;
   const shared = {
-    limiter,
+    limiters,
+    limiter: limiters[0]!.connection,
     queryDeadlineMs: statementTimeoutMs + (options.poolTimeoutMs ?? 2000),
     async close() {
-      await Promise.all([sql.end({ timeout: 5 }), limiter.close(), readSql?.end({ timeout: 5 })]);
+      const own = options.limiters ? limiters.map((limiter) => limiter.sql.end({ timeout: 5 })) : [];
+      await Promise.all([
+        sql.end({ timeout: 5 }),
+        ...limiters.map((limiter) => limiter.connection.close()),
+        ...own,
+        readSql?.end({ timeout: 5 }),
+      ]);
     },
   };
   let reads: Database;

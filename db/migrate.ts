@@ -12,14 +12,24 @@ const migrationsFolder = fileURLToPath(new URL('./migrations', import.meta.url))
 // An arbitrary constant: the advisory lock key that serialises migrations across instances.
 const MIGRATION_LOCK = 7_204_119_001;
 
-export async function runMigrations(url: string): Promise<void> {
+export interface MigrationOptions {
+  /**
+   * Whether the rate limiter's functions (db/functions) are applied too (default true): false on a data
+   * database whose limiter is on databases of its own (LIMITER_DATABASE_URL, docs/operations.md, "Limiter
+   * databases"), which so holds no function it never calls.
+   */
+  readonly functions?: boolean;
+}
+
+export async function runMigrations(url: string, options: MigrationOptions = {}): Promise<void> {
   // One dedicated connection: a session-level advisory lock belongs to the connection that took it.
   const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
   try {
     await sql`select pg_advisory_lock(${MIGRATION_LOCK})`;
     try {
       await migrate(drizzle(sql), { migrationsFolder });
-      if (!(await migratedByNewerRelease(sql))) await applyFunctions(sql, readFunctionFiles(), MIGRATION_LOCK);
+      if ((options.functions ?? true) && !(await migratedByNewerRelease(sql)))
+        await applyFunctions(sql, readFunctionFiles(), MIGRATION_LOCK);
     } finally {
       await sql`select pg_advisory_unlock(${MIGRATION_LOCK})`;
     }

@@ -9,6 +9,7 @@ import { type Links, linkHeader, linksObject, SERVICE_LINKS } from '../paginatio
 import type { Registry } from '../pagination/registry.ts';
 import { serveCollection } from '../pagination/serve.ts';
 import { adminRoutes } from '../ratelimit/admin.ts';
+import { keyStore } from '../ratelimit/key-store.ts';
 import { issueKeyHandler } from '../ratelimit/keys.ts';
 import { type LimiterOptions, rateLimiter } from '../ratelimit/middleware.ts';
 import { requireAdminToken } from './bearer.ts';
@@ -96,21 +97,28 @@ export function buildApp(deps: AppDeps): App {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   // Ready when the database answers, asked on the limiter's own connection: it never queues behind the
   // client queries that fill the pool (a busy pool is not a failed instance), and it is the connection
-  // every /v1 request needs first. A probe still unanswered at the connection's deadline renews it.
+  // every /v1 request needs first. A probe still unanswered at the connection's deadline renews it. With
+  // several limiter databases, ready while any of them answers: one away fails its subjects at every
+  // instance alike, and draining every instance would fail all the others too (docs/operations.md,
+  // "Several limiter databases").
   app.get('/readyz', async (c) => {
     if (draining()) throw new ApiError('unavailable', 'The instance is shutting down');
-    const { limiter } = database;
-    const sql = limiter.sql;
-    await withTimeout(answeredInTime(limiter, sql, sql`select 1`), 2500);
+    const probes = database.limiters.map(({ connection }) => {
+      const sql = connection.sql;
+      return withTimeout(answeredInTime(connection, sql, sql`select 1`), 2500);
+    });
+    await (probes.length === 1 ? probes[0] : Promise.any(probes).catch((error: AggregateError) => Promise.reject(error.errors[0])));
     return c.json({ status: 'ready' });
   });
+
+  // Keys and tiers live where the limiter decides: the data database, or the limiter databases.
+  const keys = keyStore(database.limiters);
 
   // Everything under /v1 is rate-limited, errors included (docs/rate-limit.md, "What is limited"): the limiter comes first.
   if (deps.rateLimit) {
     const limiter = rateLimiter(
       {
-        sql: database.sql,
-        limiter: database.limiter,
+        limiters: database.limiters,
         config,
         registry,
         cursorSecret: deps.cursorSecret,
@@ -139,9 +147,9 @@ export function buildApp(deps: AppDeps): App {
       await next();
     },
     limitBody(),
-    issueKeyHandler(database.drizzle),
+    issueKeyHandler(keys),
   );
-  if (config.adminToken) app.route('/admin', adminRoutes(database.drizzle, config.adminToken));
+  if (config.adminToken) app.route('/admin', adminRoutes(keys, config.adminToken));
   if (metrics !== undefined && config.adminToken) {
     const { registry } = metrics;
     app.get('/metrics', requireAdminToken(config.adminToken, '/metrics'), async (c) =>

@@ -1,5 +1,6 @@
 // Service configuration: the environment parsed once into a typed, frozen object.
 import proxyaddr from 'proxy-addr';
+import { databaseIdentity } from '../../db/identity.ts';
 import type { TrustProxy } from './forwarding.ts';
 
 export interface Config {
@@ -10,6 +11,11 @@ export interface Config {
   readonly databaseDirectUrl: string | undefined;
   /** A read replica for collection queries. Unset: they run on DATABASE_URL. */
   readonly databaseReadUrl: string | undefined;
+  /**
+   * The rate limiter's databases (LIMITER_DATABASE_URL), each subject on one of them; unset: the limiter's
+   * tables, keys and tiers are on the data database (docs/operations.md, "Limiter databases").
+   */
+  readonly limiterDatabaseUrls: readonly string[] | undefined;
   /** Base of every absolute href; unset: taken from each request's own URL. */
   readonly publicUrl: string | undefined;
   /** Which peers are our proxies, whose X-Forwarded-For / -Host / -Proto count; none when unset. */
@@ -133,6 +139,25 @@ function parseLogLevel(value: string | undefined): LogLevel {
 }
 
 const POSTGRES = ['postgres:', 'postgresql:'];
+
+/** More would each be a connection of every instance, and a copy of every key to write. */
+const MAX_LIMITER_DATABASES = 16;
+
+/** LIMITER_DATABASE_URL: one URL, or a comma list, each naming a database no other entry names. */
+function parseLimiterUrls(value: string | undefined): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  const urls = value.split(',').map((part) => parseUrl('LIMITER_DATABASE_URL', part.trim(), POSTGRES)!);
+  if (urls.length > MAX_LIMITER_DATABASES) {
+    throw new ConfigError(`Invalid LIMITER_DATABASE_URL: expected at most ${MAX_LIMITER_DATABASES} URLs, got ${urls.length}`);
+  }
+  const seen = new Set<string>();
+  for (const url of urls) {
+    const identity = databaseIdentity(url);
+    if (seen.has(identity)) throw new ConfigError(`Invalid LIMITER_DATABASE_URL: ${identity} is named twice`);
+    seen.add(identity);
+  }
+  return Object.freeze(urls);
+}
 /**
  * CORS_ORIGINS: `*`, or a comma list of origins as browsers send them (`https://app.example.com`, with a
  * port when it is not the scheme's own): a scheme, a host, a port, and nothing else.
@@ -170,6 +195,7 @@ export function parseConfig(env: Env): Config {
     databaseUrl: parseUrl('DATABASE_URL', optional(env, 'DATABASE_URL'), POSTGRES),
     databaseDirectUrl: parseUrl('DATABASE_DIRECT_URL', optional(env, 'DATABASE_DIRECT_URL'), POSTGRES),
     databaseReadUrl: parseUrl('DATABASE_READ_URL', optional(env, 'DATABASE_READ_URL'), POSTGRES),
+    limiterDatabaseUrls: parseLimiterUrls(optional(env, 'LIMITER_DATABASE_URL')),
     publicUrl: publicUrl?.replace(/\/+$/, ''),
     trustProxy: parseTrustProxy(optional(env, 'TRUST_PROXY')),
     adminToken: parseSecret('ADMIN_TOKEN', optional(env, 'ADMIN_TOKEN'), 16),

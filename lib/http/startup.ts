@@ -5,12 +5,14 @@ import type { Context } from 'hono';
 import postgres, { type Sql } from 'postgres';
 import { type Database, openDatabase } from '../../db/client.ts';
 import { resolveDatabaseUrl } from '../../db/embedded.ts';
+import { databaseIdentity } from '../../db/identity.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { pooledByUrl, probeServer } from '../../db/probe.ts';
 import * as schema from '../../db/schema.ts';
 import { defaultSizes, seedIfEmpty } from '../../db/seed.ts';
 import { loadCursorSecret } from '../pagination/cursor-secret.ts';
 import { demoRegistry } from '../pagination/demo-collections.ts';
+import { syncKeysAndTiers } from '../ratelimit/key-store.ts';
 import { type App, buildApp } from './app.ts';
 import { type Config, ConfigError, parseConfig } from './config.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -78,6 +80,27 @@ async function checkDirect(url: string, name: string): Promise<void> {
   }
 }
 
+/**
+ * A limiter database must be the database itself: the limiter keeps a connection of its own there and
+ * pipelines on it, its migrations hold a session's advisory lock, and every decision writes.
+ */
+async function checkLimiter(url: string): Promise<void> {
+  const server = await probeServer(url);
+  const identity = databaseIdentity(url);
+  if (server.pooler) throw new Error(`LIMITER_DATABASE_URL names a connection pooler (${identity}); name the database itself`);
+  if (server.standby) throw new Error(`LIMITER_DATABASE_URL names a standby (${identity}), which refuses writes; name the primary`);
+}
+
+/** Runs `work` on a session of one connection to `url`, closed after. */
+async function onSession<T>(url: string, work: (session: Sql) => Promise<T>): Promise<T> {
+  const session = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    return await work(session);
+  } finally {
+    await session.end();
+  }
+}
+
 /** Whether a transaction pooler leads to `url`: the URL's `prepare` says so, or the server is asked. */
 async function pooled(url: string): Promise<boolean> {
   return pooledByUrl(url) ?? (await probeServer(url)).pooler;
@@ -100,18 +123,21 @@ export async function startService(config: Config, options: StartOptions): Promi
   const url = postgresServer.url;
   const directUrl = config.databaseDirectUrl ?? url;
   await checkDirect(directUrl, config.databaseDirectUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL');
-  await runMigrations(directUrl);
+  // The limiter's databases (LIMITER_DATABASE_URL) get every migration, and the functions; the data
+  // database gets the functions only when the limiter is (also) there (docs/operations.md, "Limiter databases").
+  const limiterUrls = config.limiterDatabaseUrls;
+  const dataIsLimiter = limiterUrls === undefined || limiterUrls.some((each) => databaseIdentity(each) === databaseIdentity(directUrl));
+  await runMigrations(directUrl, { functions: dataIsLimiter });
+  for (const limiterUrl of limiterUrls ?? []) {
+    await checkLimiter(limiterUrl);
+    await runMigrations(limiterUrl);
+  }
   const open = (sessionUrl: string) => postgres(sessionUrl, { max: 1, onnotice: () => {} });
   const seeded = await seedIfEmpty(directUrl, defaultSizes, open);
   if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
-  const session = open(directUrl);
-  let cursorSecret: string;
-  try {
-    cursorSecret = await loadCursorSecret(drizzle(session, { schema }), config.cursorSecret);
-    await warnWithoutAutovacuum(session, logger);
-  } finally {
-    await session.end();
-  }
+  const cursorSecret = await onSession(directUrl, (session) => loadCursorSecret(drizzle(session, { schema }), config.cursorSecret));
+  // rate_windows, which needs autovacuum, is where the limiter is.
+  for (const limiterUrl of limiterUrls ?? [directUrl]) await onSession(limiterUrl, (session) => warnWithoutAutovacuum(session, logger));
 
   // The direct URL was found to be no pooler: DATABASE_URL, when it is the same, need not be asked again.
   const isPooled = directUrl === url ? (pooledByUrl(url) ?? false) : await pooled(url);
@@ -122,8 +148,20 @@ export async function startService(config: Config, options: StartOptions): Promi
     poolTimeoutMs: config.poolTimeoutMs,
     pooled: isPooled,
     read: readUrl === undefined ? undefined : { url: readUrl, pooled: await pooled(readUrl) },
+    limiters: limiterUrls,
   });
   if (isPooled) log('DATABASE_URL leads to a transaction pooler: no named statements, no pipelining');
+  if (limiterUrls !== undefined) {
+    log(
+      `Rate limiter on ${database.limiters.map((limiter) => limiter.identity).join(', ')}; keys and tiers from ${database.limiters[0]!.identity}`,
+    );
+    try {
+      for (const identity of await syncKeysAndTiers(database.limiters)) log(`Keys and tiers copied to ${identity}`);
+    } catch (error) {
+      await database.close();
+      throw error;
+    }
+  }
   const app = buildApp({
     database,
     config,

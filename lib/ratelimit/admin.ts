@@ -2,12 +2,12 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import type { Drizzle } from '../../db/client.ts';
 import { apiKeys, rateTiers } from '../../db/schema.ts';
 import { requireAdminToken } from '../http/bearer.ts';
 import { limitBody, readJson, validate } from '../http/body.ts';
 import { ApiError, invalidParameter, methodNotAllowed } from '../http/errors.ts';
 import { timestampText } from '../pagination/timestamps.ts';
+import type { KeyStore } from './key-store.ts';
 
 const TIER_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
 const tierNameReason = 'must be 1 to 40 of a-z, 0-9, _ and -, starting with a letter';
@@ -54,9 +54,11 @@ const keyColumns = {
 
 /**
  * The /admin routes. Every change is a plain write to the tables that each rate-limit decision reads
- * in its one statement, so every instance applies it from its next request on.
+ * in its one statement, so every instance applies it from its next request on; with several limiter
+ * databases, written to each of them before it commits (lib/ratelimit/key-store.ts).
  */
-export function adminRoutes(drizzle: Drizzle, adminToken: string): Hono {
+export function adminRoutes(store: KeyStore, adminToken: string): Hono {
+  const { drizzle } = store;
   const admin = new Hono();
   admin.use('*', requireAdminToken(adminToken, 'The operator API'), limitBody());
 
@@ -69,11 +71,15 @@ export function adminRoutes(drizzle: Drizzle, adminToken: string): Hono {
     const { name } = validate(tierParams, c.req.param());
     const tier = await readJson(c, tierBody);
     const values = { allowance: tier.limit, windowSeconds: tier.windowSeconds, concurrency: tier.concurrency };
-    const [row] = await drizzle
-      .insert(rateTiers)
-      .values({ name, ...values })
-      .onConflictDoUpdate({ target: rateTiers.name, set: values })
-      .returning({ created: sqlCreated });
+    const [row] = await store.change(
+      (db) =>
+        db
+          .insert(rateTiers)
+          .values({ name, ...values })
+          .onConflictDoUpdate({ target: rateTiers.name, set: values })
+          .returning({ created: sqlCreated }),
+      () => ({ tiers: [name] }),
+    );
     return c.json({ name, ...tier }, row?.created ? 201 : 200);
   });
 
@@ -82,22 +88,30 @@ export function adminRoutes(drizzle: Drizzle, adminToken: string): Hono {
     const { tier: tierName } = await readJson(c, keyBody);
     const [known] = await drizzle.select({ name: rateTiers.name }).from(rateTiers).where(eq(rateTiers.name, tierName));
     if (!known) throw invalidParameter('tier', `names no tier: ${tierName}`);
-    const [key] = await drizzle
-      .update(apiKeys)
-      .set({ tier: tierName })
-      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
-      .returning(keyColumns);
+    const [key] = await store.change(
+      (db) =>
+        db
+          .update(apiKeys)
+          .set({ tier: tierName })
+          .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+          .returning(keyColumns),
+      (rows) => ({ keys: rows.map((row) => row.id) }),
+    );
     if (!key) throw new ApiError('not_found', `No key with id ${id}`);
     return c.json(key);
   });
 
   admin.delete('/keys/:id', async (c) => {
     const { id } = validate(keyParams, c.req.param());
-    const [key] = await drizzle
-      .update(apiKeys)
-      .set({ revokedAt: sqlNow })
-      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
-      .returning({ id: apiKeys.id });
+    const [key] = await store.change(
+      (db) =>
+        db
+          .update(apiKeys)
+          .set({ revokedAt: sqlNow })
+          .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+          .returning({ id: apiKeys.id }),
+      (rows) => ({ keys: rows.map((row) => row.id) }),
+    );
     if (!key) throw new ApiError('not_found', `No key with id ${id}`);
     return c.body(null, 204);
   });

@@ -2,10 +2,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import * as v from 'valibot';
-import type { Drizzle } from '../../db/client.ts';
 import { apiKeys } from '../../db/schema.ts';
 import { printable, readJson } from '../http/body.ts';
 import { hashKey, KEY_PREFIX } from './identity.ts';
+import type { KeyStore } from './key-store.ts';
 
 /** The tier a newly issued key starts in. */
 export const NEW_KEY_TIER = 'free';
@@ -24,18 +24,17 @@ export function generateKey(): string {
   return `${KEY_PREFIX}${randomBytes(24).toString('base64url')}`;
 }
 
-export function issueKeyHandler(drizzle: Drizzle) {
+/** Issues keys into `store`: on every limiter database, so that each decision finds the key at once. */
+export function issueKeyHandler(store: KeyStore) {
   return async function issueKey(c: Context): Promise<Response> {
     const { name } = await readJson(c, issueBody, {});
     const key = generateKey();
     const id = `key_${randomBytes(9).toString('base64url')}`;
-    await drizzle.insert(apiKeys).values({
-      id,
-      keyHash: hashKey(key),
-      prefix: key.slice(0, KEY_PREFIX.length + 6),
-      name: name ?? null,
-      tier: NEW_KEY_TIER,
-    });
+    const row = { id, keyHash: hashKey(key), prefix: key.slice(0, KEY_PREFIX.length + 6), name: name ?? null, tier: NEW_KEY_TIER };
+    await store.change(
+      (db) => db.insert(apiKeys).values(row),
+      () => ({ keys: [id] }),
+    );
     return c.json({ id, key, tier: NEW_KEY_TIER, ...(name === undefined ? {} : { name }) }, 201);
   };
 }

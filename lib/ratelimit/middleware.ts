@@ -1,7 +1,6 @@
 // Hono middleware in front of /v1: identify the client, charge the allowance, hold a concurrency lease.
 import type { Context, MiddlewareHandler } from 'hono';
-import type { Sql } from 'postgres';
-import type { OwnConnection } from '../../db/client.ts';
+import type { LimiterDatabase } from '../../db/client.ts';
 import { matchesAny } from '../http/conditional.ts';
 import type { Config } from '../http/config.ts';
 import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
@@ -13,9 +12,8 @@ import type { Registry } from '../pagination/registry.ts';
 import type { ReadQuery } from '../pagination/serve.ts';
 import { countSettlement, needsEstimate, ONE_UNIT, type Price, queryCost, readForCost } from './cost.ts';
 import { rateLimitHeaders } from './headers.ts';
-import { housekeeper } from './housekeeping.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
-import { databaseLimiter } from './limiter.ts';
+import { housekeepers, shardedLimiter } from './shards.ts';
 
 export interface LimiterOptions {
   /** The socket's address; the default reads @hono/node-server's connection info (none under app.request). */
@@ -31,10 +29,11 @@ export interface LimiterOptions {
 }
 
 export interface LimiterDeps {
-  /** The pool: housekeeping. */
-  readonly sql: Sql;
-  /** The limiter's own connection: decisions and lease releases (Database.limiter). */
-  readonly limiter: OwnConnection;
+  /**
+   * The limiter's databases (Database.limiters): decisions and lease releases on each one's own connection,
+   * each subject on one of them (lib/ratelimit/shards.ts); housekeeping on their pools.
+   */
+  readonly limiters: readonly LimiterDatabase[];
   readonly config: Config;
   readonly registry: Registry;
   /** Verifies cursors, so that the cost rule charges what the handler will serve (lib/ratelimit/cost.ts). */
@@ -62,13 +61,13 @@ function refundOf(c: Context, price: Price, charged: number, bucketExpiry: numbe
 }
 
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
-  const { sql, config, registry, cursorSecret, log, metrics } = deps;
+  const { config, registry, cursorSecret, log, metrics } = deps;
   const remoteAddress = options.remoteAddress ?? socketAddress;
   const clockOffset = options.clockOffset ?? (() => 0);
   const leaseTtl = options.leaseTtlSeconds ?? 30;
   const timeoutMs = options.timeoutMs ?? 2500;
-  const limiter = databaseLimiter(deps.limiter, leaseTtl, timeoutMs, metrics?.statement);
-  const offerHousekeeping = housekeeper(sql, options.housekeepingMs ?? 10_000, clockOffset);
+  const limiter = shardedLimiter(deps.limiters, leaseTtl, timeoutMs, metrics?.statement);
+  const offerHousekeeping = housekeepers(deps.limiters, options.housekeepingMs ?? 10_000, clockOffset);
 
   return async function rateLimit(c, next) {
     const registration = isRegistration(c);

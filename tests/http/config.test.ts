@@ -9,6 +9,7 @@ t.test('defaults', async (t) => {
     databaseUrl: undefined,
     databaseDirectUrl: undefined,
     databaseReadUrl: undefined,
+    limiterDatabaseUrls: undefined,
     publicUrl: undefined,
     trustProxy: { kind: 'none' },
     adminToken: undefined,
@@ -52,6 +53,12 @@ t.test('good values', async (t) => {
   });
   t.equal(split.databaseDirectUrl, 'postgres://u@primary:5432/db');
   t.equal(split.databaseReadUrl, 'postgresql://u@replica:5432/db');
+  t.same(parseConfig({ LIMITER_DATABASE_URL: 'postgres://u@limiter/db' }).limiterDatabaseUrls, ['postgres://u@limiter/db']);
+  t.same(
+    parseConfig({ LIMITER_DATABASE_URL: 'postgres://u@a:5432/db, postgres://u@a:5433/db,postgresql://u@a:5432/other' }).limiterDatabaseUrls,
+    ['postgres://u@a:5432/db', 'postgres://u@a:5433/db', 'postgresql://u@a:5432/other'],
+    'a comma list, each naming another database',
+  );
   t.same(parseConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173' }).corsOrigins, [
     'https://app.example.com',
     'http://localhost:5173',
@@ -94,6 +101,10 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     { LOG_LEVEL: '30' },
     { SHUTDOWN_DRAIN_MS: '5s' },
     { SHUTDOWN_DRAIN_MS: '600001' },
+    { LIMITER_DATABASE_URL: 'mysql://h/db' },
+    { LIMITER_DATABASE_URL: 'postgres://u@a/db,' },
+    { LIMITER_DATABASE_URL: 'postgres://u@a/db,not a url' },
+    { LIMITER_DATABASE_URL: Array.from({ length: 17 }, (_, i) => `postgres://u@a/db${i}`).join(',') },
   ];
   for (const env of bad) {
     const name = Object.keys(env)[0]!;
@@ -111,6 +122,19 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     } catch (error) {
       t.match((error as Error).message, new RegExp(`^Invalid ${name}: `), name);
     }
+  }
+});
+
+t.test('LIMITER_DATABASE_URL names each database once, whatever the spelling', async (t) => {
+  for (const [a, b] of [
+    ['postgres://u@a/db', 'postgres://other:secret@A:5432/db'],
+    ['postgres://u@a:5432/db?sslmode=disable', 'postgresql://u@a/db'],
+  ] as const) {
+    t.throws(
+      () => parseConfig({ LIMITER_DATABASE_URL: `${a},${b}` }),
+      /^Invalid LIMITER_DATABASE_URL: a:5432\/db is named twice$/,
+      `${a} and ${b}`,
+    );
   }
 });
 

@@ -1,0 +1,184 @@
+// Keys and tiers on the limiter databases (docs/operations.md, "Limiter databases"): every decision reads
+// them inside its one statement, so each limiter database holds all of them. The first is the source of
+// truth: reads come from it, and every change is made there and copied row for row to the others before it
+// commits.
+import { asc, inArray, notInArray, sql } from 'drizzle-orm';
+import type { PgDatabase } from 'drizzle-orm/pg-core';
+import type { PostgresJsQueryResultHKT } from 'drizzle-orm/postgres-js';
+import type { Drizzle, LimiterDatabase } from '../../db/client.ts';
+import type * as schema from '../../db/schema.ts';
+import { apiKeys, rateTiers } from '../../db/schema.ts';
+
+/** What a change writes with: the first database, or a transaction on it. */
+type Writer = PgDatabase<PostgresJsQueryResultHKT, typeof schema>;
+
+/** The rows a change wrote, by primary key, to be copied to the other limiter databases. */
+interface Touched {
+  readonly tiers?: readonly string[];
+  readonly keys?: readonly string[];
+}
+
+export interface KeyStore {
+  /** The first limiter database, where keys and tiers are read. */
+  readonly drizzle: Drizzle;
+  /**
+   * Makes a change with `write`, and copies the rows that `touched` names from the first database to every
+   * other, each in a transaction that commits once all of them have the rows, before the change commits on
+   * the first. Any failure before the commits (a database away) rolls it back everywhere: it is made
+   * nowhere. Only a database that fails in its very commit leaves it half made (on some databases and not
+   * on the others), which the same change sent again, or the next start-up (syncKeysAndTiers), puts right.
+   */
+  change<T>(write: (db: Writer) => Promise<T>, touched: (result: T) => Touched): Promise<T>;
+}
+
+type TierRow = typeof rateTiers.$inferSelect;
+type KeyRow = typeof apiKeys.$inferSelect;
+
+/** `excluded.<column>` of an upsert: the row as the first database has it. */
+const excluded = (column: string) => sql.raw(`excluded.${column}`);
+
+/** Writes `tiers` and `keys` as they are, created or overwritten, in that order (a key names its tier). */
+async function copyRows(db: Writer, tiers: readonly TierRow[], keys: readonly KeyRow[]): Promise<void> {
+  // In batches: a statement takes at most 65,535 parameters, and a key row has seven.
+  for (let i = 0; i < tiers.length; i += 1000) {
+    await db
+      .insert(rateTiers)
+      .values(tiers.slice(i, i + 1000))
+      .onConflictDoUpdate({
+        target: rateTiers.name,
+        set: { allowance: excluded('allowance'), windowSeconds: excluded('window_seconds'), concurrency: excluded('concurrency') },
+      });
+  }
+  for (let i = 0; i < keys.length; i += 1000) {
+    await db
+      .insert(apiKeys)
+      .values(keys.slice(i, i + 1000))
+      .onConflictDoUpdate({
+        target: apiKeys.id,
+        set: {
+          keyHash: excluded('key_hash'),
+          prefix: excluded('prefix'),
+          name: excluded('name'),
+          tier: excluded('tier'),
+          createdAt: excluded('created_at'),
+          revokedAt: excluded('revoked_at'),
+        },
+      });
+  }
+}
+
+export function keyStore(databases: readonly LimiterDatabase[]): KeyStore {
+  const [first, ...others] = databases;
+  if (others.length === 0) return { drizzle: first!.drizzle, change: (write) => write(first!.drizzle) };
+  return {
+    drizzle: first!.drizzle,
+    change(write, touched) {
+      return first!.drizzle.transaction(async (tx) => {
+        const result = await write(tx);
+        const { tiers = [], keys = [] } = touched(result);
+        // Read back in this transaction: its row locks hold any other change of them until this one commits.
+        const tierRows =
+          tiers.length === 0
+            ? []
+            : await tx
+                .select()
+                .from(rateTiers)
+                .where(inArray(rateTiers.name, [...tiers]));
+        const keyRows =
+          keys.length === 0
+            ? []
+            : await tx
+                .select()
+                .from(apiKeys)
+                .where(inArray(apiKeys.id, [...keys]));
+        await onEveryOther(others, (copy) => copyRows(copy, tierRows, keyRows));
+        return result;
+      });
+    },
+  };
+}
+
+/**
+ * Runs `copy` in a transaction on each of `others`, and commits them only once it has succeeded on all of
+ * them: a database that fails (away, or refusing) rolls back every other. Settles once every transaction
+ * has ended, rejecting with the first failure.
+ */
+async function onEveryOther(others: readonly LimiterDatabase[], copy: (db: Writer) => Promise<void>): Promise<void> {
+  const signals = others.map(() => {
+    let settle: { resolve: () => void; reject: (error: unknown) => void } | undefined;
+    const promise = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+    return { promise, ...settle! };
+  });
+  const allCopied = Promise.all(signals.map((signal) => signal.promise));
+  allCopied.catch(() => {}); // each transaction awaits it, and fails with it
+  const outcomes = await Promise.allSettled(
+    others.map((other, i) =>
+      other.drizzle
+        .transaction(async (tx) => {
+          await copy(tx);
+          signals[i]!.resolve();
+          await allCopied;
+        })
+        .catch((error: unknown) => {
+          signals[i]!.reject(error); // one that failed before or in its copy stops the others from committing
+          throw error;
+        }),
+    ),
+  );
+  const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+}
+
+/**
+ * Makes every other limiter database hold exactly the first one's keys and tiers: run at start-up, it puts
+ * right what a change left half made (KeyStore.change) and fills a limiter database just added. The first
+ * database's tables are locked meanwhile against every change (and every other sync), which waits for the
+ * changes in flight, so nothing written between the read and the copy is lost. Returns the identities of
+ * the databases that differed, and were so written.
+ */
+export async function syncKeysAndTiers(databases: readonly LimiterDatabase[]): Promise<string[]> {
+  const [first, ...others] = databases;
+  if (others.length === 0) return [];
+  return first!.drizzle.transaction(async (tx) => {
+    await tx.execute(sql`lock table rate_tiers, api_keys in share row exclusive mode`);
+    const tiers = await tx.select().from(rateTiers).orderBy(asc(rateTiers.name));
+    const keys = await tx.select().from(apiKeys).orderBy(asc(apiKeys.id));
+    const tierDigest = JSON.stringify(tiers);
+    const keyDigest = digestOf(keys);
+    const written = await Promise.all(
+      others.map((other) =>
+        other.drizzle.transaction(async (copy) => {
+          const theirTiers = await copy.select().from(rateTiers).orderBy(asc(rateTiers.name));
+          const theirKeys = await copy.select().from(apiKeys).orderBy(asc(apiKeys.id));
+          if (JSON.stringify(theirTiers) === tierDigest && digestOf(theirKeys) === keyDigest) return undefined;
+          await copyRows(copy, tiers, keys);
+          const keyIds = new Set(keys.map((key) => key.id));
+          const extraKeys = theirKeys.filter((key) => !keyIds.has(key.id));
+          for (let i = 0; i < extraKeys.length; i += 1000) {
+            await copy.delete(apiKeys).where(
+              inArray(
+                apiKeys.id,
+                extraKeys.slice(i, i + 1000).map((key) => key.id),
+              ),
+            );
+          }
+          const extraTiers = theirTiers.length > tiers.length || theirTiers.some((tier) => !tiers.some((ours) => ours.name === tier.name));
+          if (extraTiers)
+            await copy.delete(rateTiers).where(
+              notInArray(
+                rateTiers.name,
+                tiers.map((tier) => tier.name),
+              ),
+            );
+          return other.identity;
+        }),
+      ),
+    );
+    return written.filter((identity) => identity !== undefined);
+  });
+}
+
+/** A comparable text of key rows (their hashes as hex). */
+function digestOf(keys: readonly KeyRow[]): string {
+  return JSON.stringify(keys.map((key) => ({ ...key, keyHash: key.keyHash.toString('hex') })));
+}

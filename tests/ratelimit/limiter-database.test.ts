@@ -1,0 +1,178 @@
+// LIMITER_DATABASE_URL: the limiter on a database of its own, beside the data database, each a private
+// cluster (tests/helpers/cluster.ts); three server processes share both. Exact across the instances, keys and
+// tiers changed through /admin seen by all, every row where it belongs, each database's outage a 503.
+import postgres from 'postgres';
+import t from 'tap';
+import { runMigrations } from '../../db/migrate.ts';
+import { seedTable } from '../../db/seed.ts';
+import { ADMIN_TOKEN } from '../helpers/app.ts';
+import { startCluster } from '../helpers/cluster.ts';
+import { freePort } from '../helpers/processes.ts';
+import { type ServerProcess, startServer } from '../helpers/servers.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
+
+const data = await startCluster(t);
+const limiterDb = await startCluster(t);
+await runMigrations(data.url(), { functions: false });
+const seed = postgres(data.url(), { max: 1, onnotice: () => {} });
+await seedTable(seed, 'products', 100);
+await seedTable(seed, 'orders', 10);
+await seedTable(seed, 'events', 10);
+await seed.end();
+
+const env = { DATABASE_URL: data.url(), LIMITER_DATABASE_URL: limiterDb.url(), ADMIN_TOKEN };
+const servers: ServerProcess[] = [];
+for (let i = 0; i < 3; i++) servers.push(await startServer(t, await freePort(), env));
+const onData = postgres(data.url(), { max: 1, onnotice: () => {} });
+const onLimiter = postgres(limiterDb.url(), { max: 1, onnotice: () => {} });
+t.teardown(() => Promise.all([onData.end(), onLimiter.end()]));
+
+const admin = (server: ServerProcess, method: string, path: string, body?: unknown) =>
+  fetch(`${server.url}/admin${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+/** `count` requests for `path`, `concurrency` at a time, round robin over the servers; the statuses. */
+async function blast(path: string, count: number, concurrency: number, headers: Record<string, string> = {}): Promise<number[]> {
+  const statuses: number[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const server = servers[next++ % servers.length]!;
+      const res = await fetch(`${server.url}${path}`, { headers });
+      await res.arrayBuffer();
+      statuses.push(res.status);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return statuses;
+}
+
+const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
+
+let key = '';
+let keyId = '';
+
+t.test('keys and tiers are written to the limiter database, and every instance decides exactly on it', async (t) => {
+  t.equal((await admin(servers[0]!, 'PUT', '/tiers/tiny', { limit: 20, windowSeconds: 3600, concurrency: 1000 })).status, 201);
+  const issued = await fetch(`${servers[1]!.url}/v1/keys`, { method: 'POST' });
+  t.equal(issued.status, 201);
+  ({ key, id: keyId } = (await issued.json()) as { key: string; id: string });
+  t.equal((await admin(servers[2]!, 'PATCH', `/keys/${keyId}`, { tier: 'tiny' })).status, 200);
+
+  const statuses = await blast('/v1/orders', 90, 24, { authorization: `Bearer ${key}` });
+  t.equal(count(statuses, 200), 20, 'exactly the allowance served, across three instances');
+  t.equal(count(statuses, 429), 70, 'the rest declined');
+
+  // A tier raised through one instance is seen by every other at its next request.
+  t.equal((await admin(servers[1]!, 'PUT', '/tiers/tiny', { limit: 25, windowSeconds: 3600, concurrency: 1000 })).status, 200);
+  const more = await blast('/v1/orders', 30, 12, { authorization: `Bearer ${key}` });
+  t.equal(count(more, 200), 5, 'five more, once the tier allows 25');
+
+  const [window] = await onLimiter`select used from rate_windows where subject = ${`key:${keyId}`}`;
+  t.equal(Number(window?.used), 25, 'the window on the limiter database holds exactly what was served');
+});
+
+t.test('each row is on its own database', async (t) => {
+  const where = async (query: (sql: postgres.Sql) => Promise<postgres.RowList<postgres.Row[]>>) => [
+    Number((await query(onData))[0]!.n),
+    Number((await query(onLimiter))[0]!.n),
+  ];
+  t.same(await where((sql) => sql`select count(*) as n from api_keys where id = ${keyId}`), [0, 1], 'the key: limiter');
+  t.same(await where((sql) => sql`select count(*) as n from rate_tiers where name = 'tiny'`), [0, 1], 'the tier: limiter');
+  const subjects = async (sql: postgres.Sql) => (await sql`select subject from rate_windows order by subject`).map((row) => row.subject);
+  t.same(await subjects(onData), [], 'no window on the data database');
+  t.same(await subjects(onLimiter), [`key:${keyId}`, 'reg:127.0.0.1'], 'the windows: limiter');
+  t.same(await where((sql) => sql`select count(*) as n from settings where name = 'cursor_secret'`), [1, 0], 'the cursor secret: data');
+  t.same(await where((sql) => sql`select count(*) as n from products`), [100, 0], 'the collections: data');
+  t.same(
+    await where(
+      (sql) => sql`select count(*) as n from pg_proc where proname in ('rate_decide', 'rate_release', 'rate_refund', 'rate_housekeep')`,
+    ),
+    [0, 4],
+    'the functions: limiter only',
+  );
+});
+
+t.test('a revoked key is refused by every instance at once', async (t) => {
+  t.equal((await admin(servers[0]!, 'DELETE', `/keys/${keyId}`)).status, 204);
+  for (const server of servers) {
+    const res = await fetch(`${server.url}/v1/orders`, { headers: { authorization: `Bearer ${key}` } });
+    t.equal(res.status, 401, server.url);
+  }
+});
+
+/** Polls `path` at every server until each answers 200; the time from `since` to the last first 200. */
+async function firstServed(path: string, since: number): Promise<number> {
+  const served = new Set<ServerProcess>();
+  let last = 0;
+  await waitFor(
+    `a 200 of ${path} at every instance`,
+    async () => {
+      await Promise.all(
+        servers
+          .filter((server) => !served.has(server))
+          .map(async (server) => {
+            const res = await fetch(`${server.url}${path}`).catch(() => undefined);
+            await res?.arrayBuffer();
+            if (res?.status === 200) {
+              served.add(server);
+              last = performance.now() - since;
+            }
+          }),
+      );
+      return served.size;
+    },
+    { until: (n) => n === servers.length, timeoutMs: 20_000, intervalMs: 20 },
+  );
+  return last;
+}
+
+/** One request of `path` at each server: statuses, Retry-After, the slowest in ms. */
+async function probe(path: string): Promise<{ statuses: number[]; retryAfter: (string | null)[]; slowest: number }> {
+  const answers = await Promise.all(
+    servers.map(async (server) => {
+      const started = performance.now();
+      const res = await fetch(`${server.url}${path}`);
+      await res.arrayBuffer();
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), ms: performance.now() - started };
+    }),
+  );
+  return {
+    statuses: answers.map((a) => a.status),
+    retryAfter: answers.map((a) => a.retryAfter),
+    slowest: Math.max(...answers.map((a) => a.ms)),
+  };
+}
+
+t.test('the limiter database away: every /v1 request is a quick 503, served again once it is back', async (t) => {
+  await firstServed('/v1/products?count=none', performance.now());
+  await limiterDb.stop();
+  for (const path of ['/v1', '/v1/products?count=none']) {
+    const down = await probe(path);
+    t.same(down.statuses, [503, 503, 503], `${path}: 503`);
+    t.same(down.retryAfter, ['1', '1', '1'], `${path}: Retry-After`);
+    t.ok(down.slowest < 3000, `${path}: quick (${Math.round(down.slowest)} ms)`);
+  }
+  t.same((await probe('/readyz')).statuses, [503, 503, 503], '/readyz: 503');
+  await sleep(500);
+  await limiterDb.start();
+  const back = await firstServed('/v1/products?count=none', performance.now());
+  t.ok(back < 1000, `the first 200 at every instance within 1 s of the database accepting connections (${Math.round(back)} ms)`);
+});
+
+t.test('the data database away: collections are a quick 503, the limiter goes on deciding', async (t) => {
+  await data.stop();
+  const down = await probe('/v1/products?count=none');
+  t.same(down.statuses, [503, 503, 503], 'a collection: 503');
+  t.same(down.retryAfter, ['1', '1', '1'], 'with Retry-After');
+  t.ok(down.slowest < 3000, `quick (${Math.round(down.slowest)} ms)`);
+  t.same((await probe('/v1')).statuses, [200, 200, 200], 'the index, which needs the limiter only, is served');
+  t.same((await probe('/readyz')).statuses, [200, 200, 200], '/readyz asks the limiter database');
+  await sleep(500);
+  await data.start();
+  const back = await firstServed('/v1/products?count=none', performance.now());
+  t.ok(back < 1000, `the first 200 at every instance within 1 s of the database accepting connections (${Math.round(back)} ms)`);
+});
