@@ -267,6 +267,14 @@ export const comparisons: Comparison[] = [
     of: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent',
     to: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent, no metrics',
   },
+  // Compression's cost, held to a bound: a compressed 100-item chunk keeps most of the uncompressed one's
+  // throughput (docs/benchmarks.md, "Conditional requests and compression").
+  ...(['br', 'gzip'] as const).map((encoding) => ({
+    label: `100 items, ${encoding} / as they are`,
+    of: `100 items, ${encoding}`,
+    to: '100 items, as they are',
+    target: { measure: 'req/s' as const, atLeast: 0.85 },
+  })),
   {
     label: 'cursor at ~900,000 / first cursor chunk',
     of: 'cursor at ~900,000',
