@@ -13,8 +13,8 @@ export const COMPRESSION_THRESHOLD = 1400;
 
 /**
  * gzip's level and brotli's quality, chosen from the same table and the bench's compressed rows: past them,
- * the work grows by half or more for a few percent fewer bytes, and a compressed chunk must cost little more
- * than the same chunk as it is, since the rate limiter charges both alike (docs/api.md, "Compression").
+ * the work grows much faster than the bytes fall, and a compressed chunk must cost little more than the same
+ * chunk as it is, since the rate limiter charges both alike (docs/rate-limit.md).
  */
 const GZIP_OPTIONS = { level: 3 };
 const BROTLI_QUALITY = 2;
