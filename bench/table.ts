@@ -113,9 +113,11 @@ function ratioOf(measure: RatioMeasure | 'server' | 'pg', of: RoundsResult, to: 
 
 const twoDigits = (n: number | undefined) => (n === undefined ? 'n/a' : n.toFixed(2));
 
-/** "≥ 1.0" or "≤ 1.1". */
-function bound(target: { atLeast?: number; atMost?: number }, digits = 1): string {
-  return target.atLeast !== undefined ? `≥ ${target.atLeast.toFixed(digits)}` : `≤ ${target.atMost!.toFixed(digits)}`;
+/** "≥ 1.0", "≥ 0.85" or "≤ 1.1": one decimal at least, more where the bound has them. */
+function bound(target: { atLeast?: number; atMost?: number }): string {
+  const value = target.atLeast ?? target.atMost!;
+  const digits = Math.max(1, (String(value).split('.')[1] ?? '').length);
+  return `${target.atLeast !== undefined ? '≥' : '≤'} ${value.toFixed(digits)}`;
 }
 
 function verdict(value: number, target: { atLeast?: number; atMost?: number }): string {

@@ -73,3 +73,25 @@ t.test('small bodies, HEAD and 304s are sent as they are', async (t) => {
   t.equal(notModified.headers.vary, 'Accept-Encoding', 'a 304 repeats Vary');
   t.equal(notModified.body.length, 0);
 });
+
+t.test('a chunk asked for again is sent as compressed before, and a changed chunk compressed anew', async (t) => {
+  const api = await testApp(t, { seed: { products: 120 } });
+  const origin = await listening(t, api.app);
+  const url = `${origin}/v1/products?limit=100`;
+  const decoders: Record<string, (body: Buffer) => Buffer> = { gzip: gunzipSync, br: brotliDecompressSync };
+  for (const encoding of ['gzip', 'br']) {
+    const first = await raw(url, { 'accept-encoding': encoding });
+    const again = await raw(url, { 'accept-encoding': encoding });
+    t.equal(again.headers.etag, first.headers.etag, `${encoding}: the same chunk`);
+    t.same(again.body, first.body, `${encoding}: the same bytes`);
+  }
+  // Kept by ETag, not by URL: once a product changes, the same URL is another chunk, never the kept one.
+  await api.database.sql`update products set name = 'Renamed' where id = 3`;
+  for (const encoding of ['gzip', 'br']) {
+    const changed = await raw(url, { 'accept-encoding': encoding });
+    const plain = await raw(url);
+    t.equal(changed.headers.etag, plain.headers.etag, `${encoding}: the tag of the changed chunk`);
+    const json = JSON.parse(decoders[encoding]!(changed.body).toString()) as { products: { id: number; name: string }[] };
+    t.equal(json.products.find((product) => product.id === 3)?.name, 'Renamed', `${encoding}: the change is in it`);
+  }
+});
