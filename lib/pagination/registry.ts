@@ -59,7 +59,7 @@ export interface CollectionDeclaration {
 }
 
 /** About a millisecond of counting on PostgreSQL (docs/rate-limit.md, "Counts"), so the default chunk stays cheap. */
-export const DEFAULT_COUNT_THRESHOLD = 10_000;
+const DEFAULT_COUNT_THRESHOLD = 10_000;
 
 export interface Field {
   readonly name: string;

@@ -58,7 +58,14 @@ t.test('a collection added to the registry appears in the document, with what it
   t.same(operation.responses['200'].content['application/json'].schema, {
     oneOf: [{ $ref: '#/components/schemas/WidgetsPageChunk' }, { $ref: '#/components/schemas/WidgetsCursorChunk' }],
   });
-  t.same(Object.keys(document.components.schemas.WidgetsPageChunk.properties), ['page', 'pageSize', 'totalPages', 'count', 'widgets', '_links']);
+  t.same(Object.keys(document.components.schemas.WidgetsPageChunk.properties), [
+    'page',
+    'pageSize',
+    'totalPages',
+    'count',
+    'widgets',
+    '_links',
+  ]);
   t.same(document.paths['/v1'].get.responses['200'].content['application/json'].schema.properties._links.required, [
     'self',
     'products',
