@@ -62,12 +62,13 @@ function quantile(values: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? NaN;
 }
 
-/** PostgreSQL CPU of the server's backends, in microseconds, over `body`. */
-async function postgresMicros<T>(body: () => Promise<T>): Promise<[T, number]> {
+/** CPU over `body`, in microseconds: the server's PostgreSQL backends (not parallel workers), and the server process. */
+async function cpuOver<T>(body: () => Promise<T>): Promise<[T, number, number]> {
   const pids = async () => backendPids(sql, true, server.pid!);
   const before = snapshot(await pids());
+  const serverBefore = snapshot([server.pid!]);
   const result = await body();
-  return [result, cpuBetween(before, snapshot(await pids()))];
+  return [result, cpuBetween(before, snapshot(await pids())), cpuBetween(serverBefore, snapshot([server.pid!]))];
 }
 
 interface Victim {
@@ -111,10 +112,12 @@ async function readyz(ms: number): Promise<Record<number, number>> {
 }
 
 console.log(`storm: ${STORM}; the fourth client: ${values.follow ? `${values.follow}, following next links` : `${CHEAP} every 50 ms`}`);
-const calm = await victim(calmSeconds * 1000);
+const perMinute = (micros: number, s: number) => `${Math.round(micros / 1000 / (s / 60)).toLocaleString('en')} ms a minute`;
+const [calm, calmPostgres, calmServer] = await cpuOver(() => victim(calmSeconds * 1000));
 console.log(`calm:  the fourth client ${describe(calm)} in ${calmSeconds} s`);
+console.log(`  CPU: PostgreSQL backends ${perMinute(calmPostgres, calmSeconds)}, server process ${perMinute(calmServer, calmSeconds)}`);
 // What one storm request costs PostgreSQL when it runs alone, sent by the fourth key (whose tier never declines).
-const [alone, aloneMicros] = await postgresMicros(() => victim(CALIBRATION_SECONDS * 1000, STORM));
+const [alone, aloneMicros] = await cpuOver(() => victim(CALIBRATION_SECONDS * 1000, STORM));
 const perRequest = aloneMicros / Math.max(alone.latencies.length, 1);
 console.log(`alone: the storm request ${describe(alone)}, ${Math.round(perRequest).toLocaleString('en')} µs of PostgreSQL each`);
 
@@ -133,21 +136,21 @@ async function attacker(key: string, name: string): Promise<void> {
   }
 }
 const attackers = stormKeys.flatMap((key, i) => Array.from({ length: 8 }, () => attacker(key, `key${i + 1}`)));
-const [[storm, ready], stormMicros] = await postgresMicros(() => Promise.all([victim(seconds * 1000), readyz(seconds * 1000)]));
+const [[storm, ready], stormMicros, stormServer] = await cpuOver(() => Promise.all([victim(seconds * 1000), readyz(seconds * 1000)]));
 stop = true;
 await Promise.all(attackers);
 const minutes = seconds / 60;
 console.log(`storm: the fourth client ${describe(storm)} in ${seconds} s`);
 console.log(`storm keys over ${seconds} s (status: count): ${JSON.stringify(served)}`);
 for (const [name, statuses] of Object.entries(served)) {
-  const perMinute = (statuses[200] ?? 0) / minutes;
-  const ms = (perMinute * perRequest) / 1000;
+  const chunks = (statuses[200] ?? 0) / minutes;
+  const ms = (chunks * perRequest) / 1000;
   console.log(
-    `  ${name}: ${Math.round(perMinute)} served a minute × ${Math.round(perRequest)} µs = ${Math.round(ms).toLocaleString('en')} ms of PostgreSQL a minute (allowance ${FREE_UNITS_PER_MINUTE} units ≈ ${FREE_UNITS_PER_MINUTE} ms)`,
+    `  ${name}: ${Math.round(chunks)} served a minute × ${Math.round(perRequest)} µs = ${Math.round(ms).toLocaleString('en')} ms of PostgreSQL a minute (allowance ${FREE_UNITS_PER_MINUTE} units ≈ ${FREE_UNITS_PER_MINUTE} ms)`,
   );
 }
 console.log(
-  `PostgreSQL CPU of all the server's backends during the storm (storm, 429 decisions, the fourth client): ${Math.round(stormMicros / 1000 / minutes).toLocaleString('en')} ms a minute`,
+  `CPU during the storm (the storm, its 429s, the fourth client): PostgreSQL backends ${perMinute(stormMicros, seconds)}, server process ${perMinute(stormServer, seconds)}`,
 );
 console.log(`/readyz during the storm: ${JSON.stringify(ready)}`);
 await sql.end();
