@@ -1,10 +1,11 @@
 // `npm run bench`: seeds 1M products into the `bench` database, starts the servers, runs every scenario, prints one table.
 import { parseArgs } from 'node:util';
 import { type CeilingOptions, ceilingDatabase, runCeiling } from './ceiling.ts';
-import { type BenchDatabase, ensureProducts, measureSeeding, openBenchDatabase, postgresServer } from './database.ts';
+import { type BenchDatabase, benchDatabaseName, ensureProducts, measureSeeding, openBenchDatabase, postgresServer } from './database.ts';
 import { type LoadOptions, type Measurement, measure } from './measure.ts';
 import { type RunningServer, startServer } from './processes.ts';
 import { comparisons, latencyTargets, type Scenario, scenarios, servers } from './scenarios.ts';
+import { sizeComparisons, sizeScenarios, sizeServer } from './sizes.ts';
 import {
   formatFailures,
   formatRatios,
@@ -23,6 +24,7 @@ const SEEDING_TARGET_SECONDS = 10;
 const USAGE = [
   'Usage: npm run bench -- [--rounds N] [--duration S] [--warmup S] [--connections N] [--only TEXT]',
   '       npm run bench -- --ceiling [--duration S] [--warmup S] [--connections N] [--subjects 1,1000,100000] [--batches 1,8]',
+  '       npm run bench -- --sizes 50000,10000000 [--rounds N] [--duration S] [--warmup S] [--connections N]',
 ].join('\n');
 
 // Progress goes to stderr: stdout carries only the table.
@@ -35,6 +37,8 @@ interface BenchOptions extends LoadOptions {
   rounds: number;
   /** `--ceiling`: the rate limiter's ceiling on one PostgreSQL instead of the rows (bench/ceiling.ts). */
   ceiling: Omit<CeilingOptions, 'signal'> | undefined;
+  /** `--sizes`: the default chunk and its neighbours at each of these table sizes (bench/sizes.ts) instead of the rows. */
+  sizes: number[] | undefined;
 }
 
 function positiveNumber(name: string, value: string | undefined, fallback: number, min: number): number {
@@ -65,8 +69,12 @@ function parseOptions(args: string[]): BenchOptions {
       ceiling: { type: 'boolean' },
       subjects: { type: 'string' },
       batches: { type: 'string' },
+      sizes: { type: 'string' },
     },
   });
+  if (values.sizes !== undefined && (values.ceiling || values.only !== undefined)) {
+    throw new Error('Invalid --sizes: it goes with neither --ceiling nor --only');
+  }
   if (!values.ceiling && (values.subjects !== undefined || values.batches !== undefined)) {
     throw new Error('Invalid --subjects or --batches: they go with --ceiling');
   }
@@ -82,6 +90,7 @@ function parseOptions(args: string[]): BenchOptions {
     : undefined;
   return {
     ceiling,
+    sizes: values.sizes === undefined ? undefined : positiveList('sizes', values.sizes.replaceAll('_', ''), []),
     rounds: Math.round(positiveNumber('rounds', values.rounds, 3, 1)),
     duration: positiveNumber('duration', values.duration, 5, 1),
     warmup: positiveNumber('warmup', values.warmup, 2, 0),
@@ -123,9 +132,14 @@ class Resources {
   }
 }
 
-async function startServers(selected: Scenario[], database: BenchDatabase, resources: Resources): Promise<Map<string, RunningServer>> {
+async function startServers(
+  selected: Scenario[],
+  database: BenchDatabase,
+  resources: Resources,
+  variants = servers,
+): Promise<Map<string, RunningServer>> {
   const running = new Map<string, RunningServer>();
-  for (const variant of servers.filter((server) => selected.some((scenario) => scenario.server === server.name))) {
+  for (const variant of variants.filter((server) => selected.some((scenario) => scenario.server === server.name))) {
     log(`Starting server ${variant.name} (${variant.entry})`);
     const server = await startServer(variant, database.url);
     resources.add(() => server.stop());
@@ -182,9 +196,9 @@ function medianRound(rounds: Measurement[], failures: string[]): RoundsResult | 
   return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, minReqPerSec: sorted[0]!.reqPerSec, maxReqPerSec: sorted.at(-1)!.reqPerSec };
 }
 
-function describeRun(options: BenchOptions): string {
+function describeRun(options: BenchOptions, products = `${PRODUCTS.toLocaleString('en')} products`): string {
   return [
-    `Bench: ${PRODUCTS.toLocaleString('en')} products; autocannon, ${options.connections} connections (unless the row names its clients), ${options.duration} s per row after ${options.warmup} s warm-up,`,
+    `Bench: ${products}; autocannon, ${options.connections} connections (unless the row names its clients), ${options.duration} s per row after ${options.warmup} s warm-up,`,
     `${options.rounds} rounds over all rows, each row showing its median round; node ${process.version}.`,
     'Latencies over all responses: the mean to the microsecond, p50 and p99 in whole milliseconds. CPU per response from',
     '/proc: the server process, the Postgres backends of its own connections (not parallel workers), and this process',
@@ -215,6 +229,49 @@ function report(options: BenchOptions, rows: Row[], seedingSeconds: number | und
   ].join('\n\n');
 }
 
+/** Seconds a seed of `products` is held to: 10 s up to a million (SEEDING_TARGET_SECONDS), 9 s a million above. */
+const seedingTarget = (products: number) => Math.max(SEEDING_TARGET_SECONDS, (9 * products) / 1_000_000);
+
+/**
+ * `--sizes`: for each size, its own database (seeded once, timed when it is) and its own service process,
+ * the size's rows measured, then both stopped before the next size; one table and the ratios for all.
+ */
+async function runSizes(sizes: number[], options: BenchOptions, resources: Resources): Promise<number> {
+  const server = sizeServer(servers.find((variant) => variant.name === 'service')!);
+  const rows: Row[] = [];
+  const seeding: Threshold[] = [];
+  for (const products of sizes) {
+    if (options.signal?.aborted) break;
+    const size = new Resources();
+    resources.add(() => size.close());
+    try {
+      const database = await openBenchDatabase(process.env.DATABASE_URL || undefined, log, benchDatabaseName(products));
+      size.add(() => database.close());
+      const seconds = await ensureProducts(database, products, log);
+      const label = `seeding ${products.toLocaleString('en')} products`;
+      seeding.push({ label, value: seconds, unit: 's', atMost: seedingTarget(products) });
+      const running = await startServers([{ name: '', server: server.name }], database, size, [server]);
+      rows.push(...(await runScenarios(sizeScenarios(products, server.name), running, database, options)));
+    } finally {
+      await size.close();
+    }
+  }
+  if (options.signal?.aborted) return 130;
+  const ratios = formatRatios(rows, sizeComparisons(sizes, server.name));
+  const targets = formatThresholds(seeding);
+  const failures = formatFailures(rows);
+  console.log(
+    [
+      describeRun(options, `${sizes.map((n) => n.toLocaleString('en')).join(' and ')} products, each in its own database`),
+      formatTable(rows),
+      ...(failures ? [`Rounds that failed (left out of their rows):\n\n${failures}`] : []),
+      ...(ratios ? [`Ratios of rows (each measure of the first row divided by the second's):\n\n${ratios}`] : []),
+      ...(targets ? [`Seeding (only when this run seeded):\n\n${targets}`] : []),
+    ].join('\n\n'),
+  );
+  return rows.some((row) => row.result instanceof Error || row.failures.length > 0) ? 1 : 0;
+}
+
 async function main(): Promise<number> {
   let options: BenchOptions;
   try {
@@ -236,6 +293,13 @@ async function main(): Promise<number> {
   };
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
+  if (options.sizes) {
+    try {
+      return await runSizes(options.sizes, { ...options, signal: interrupted.signal }, resources);
+    } finally {
+      await resources.close();
+    }
+  }
   if (options.ceiling) {
     try {
       const server = await postgresServer(process.env.DATABASE_URL || undefined, log);

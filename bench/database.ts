@@ -48,12 +48,24 @@ function isLocalHost(url: string): boolean {
   return host === '' || host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
 }
 
+/**
+ * The database of a bench of `products` products: `bench` for the usual million, `bench_<products>` for the
+ * other sizes (`--sizes`), so that no size reseeds another's table.
+ */
+export function benchDatabaseName(products: number): string {
+  return products === 1_000_000 ? BENCH_DATABASE : `${BENCH_DATABASE}_${products}`;
+}
+
 /** Creates (once) and migrates the bench database; the caller closes it, which stops an embedded server. */
-export async function openBenchDatabase(databaseUrl: string | undefined, log: (line: string) => void): Promise<BenchDatabase> {
+export async function openBenchDatabase(
+  databaseUrl: string | undefined,
+  log: (line: string) => void,
+  name = BENCH_DATABASE,
+): Promise<BenchDatabase> {
   const server = await postgresServer(databaseUrl, log);
   try {
-    await createDatabaseIfMissing(server.url, BENCH_DATABASE);
-    const url = withDatabase(server.url, BENCH_DATABASE);
+    await createDatabaseIfMissing(server.url, name);
+    const url = withDatabase(server.url, name);
     await runMigrations(url);
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     return {
@@ -71,14 +83,20 @@ export async function openBenchDatabase(databaseUrl: string | undefined, log: (l
   }
 }
 
-/** Seeds `count` products unless the table already holds exactly that many: reruns skip the load. */
-export async function ensureProducts(bench: BenchDatabase, count: number, log: (line: string) => void): Promise<void> {
+/**
+ * Seeds `count` products unless the table already holds exactly that many: reruns skip the load. Returns
+ * the seconds the seeding took, or undefined when it was skipped.
+ */
+export async function ensureProducts(bench: BenchDatabase, count: number, log: (line: string) => void): Promise<number | undefined> {
   const [row] = await bench.sql`select count(*)::bigint as n from products`;
+  const database = new URL(bench.url).pathname.slice(1);
   if (Number(row?.n) === count) {
-    log(`${BENCH_DATABASE}: products already holds ${count.toLocaleString('en')} rows; not reseeding`);
-    return;
+    log(`${database}: products already holds ${count.toLocaleString('en')} rows; not reseeding`);
+    return undefined;
   }
+  const started = performance.now();
   await seedWithProgress(bench.sql, 'products', count, log);
+  return (performance.now() - started) / 1000;
 }
 
 /**

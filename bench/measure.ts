@@ -40,7 +40,7 @@ export interface Measurement {
  * that process's TCP connections, so that other processes on the bench database (another bench, a test
  * run) are not counted; backends on a Unix socket cannot be told apart and all count.
  */
-async function backendPids(sql: Sql, local: boolean, serverPid: number): Promise<number[]> {
+export async function backendPids(sql: Sql, local: boolean, serverPid: number): Promise<number[]> {
   if (!local) return [];
   const ports = tcpPorts(serverPid);
   const rows = await sql`

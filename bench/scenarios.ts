@@ -35,8 +35,8 @@ export interface Scenario extends Load {
   baseline?: boolean;
 }
 
-/** What a comparison divides: req/s, time per request (the inverse), or CPU per request. */
-export type RatioMeasure = 'req/s' | 'time/req' | 'cpu/req';
+/** What a comparison divides: req/s, time per request (the inverse), CPU per request, or PostgreSQL's alone. */
+export type RatioMeasure = 'req/s' | 'time/req' | 'cpu/req' | 'pg/req';
 
 /**
  * A ratio of two rows printed below the table (`of` / `to`, rows named by scenario name), with the target

@@ -1,26 +1,44 @@
-// `tsx bench/storm-cost.ts <database url> [service dir] [seconds]`: issue 11's deep-offset storm against a real server.
-// Three free keys send `sort=-priceCents,name&offset=999000&count=none` from 8 loops each, ignoring 429s
-// (a hostile client); another free key sends one cheap chunk every 50 ms. Prints that client's latency
-// before and during the storm, what the storm keys were served, and /readyz. Not part of the tests.
+// `tsx bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S]`:
+// a storm against a real server (docs/rate-limit.md, "The storm it stops"). Three free keys send `--query`
+// (default issue 11's deep offset, `sort=-priceCents,name&offset=999000&count=none`) from 8 loops each,
+// ignoring 429s (a hostile client); a fourth key, on a tier that never declines, sends one cheap chunk every
+// 50 ms, or with `--follow PATH` reads PATH's chunks one at a time without pause, following next links.
+// Prints that client's latency alone and during the storm, what the storm keys were served, the PostgreSQL
+// time each storm key got per minute, and /readyz. Not part of the tests.
 import { spawn } from 'node:child_process';
+import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { stopProcess } from '../tests/helpers/processes.ts';
 import { sleep } from '../tests/helpers/wait.ts';
+import { cpuBetween, snapshot } from './cpu.ts';
+import { backendPids } from './measure.ts';
 import { benchPort } from './processes.ts';
 
-const [databaseUrl, dir = process.cwd(), secondsText = '30'] = process.argv.slice(2);
-if (!databaseUrl) throw new Error('Usage: tsx bench/storm-cost.ts <database url> [service dir] [seconds]');
+const USAGE = 'Usage: tsx bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S]';
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { query: { type: 'string' }, follow: { type: 'string' }, calm: { type: 'string' } },
+});
+const [databaseUrl, dir = process.cwd(), secondsText = '30'] = positionals;
+if (!databaseUrl) throw new Error(USAGE);
 const seconds = Number(secondsText);
+const calmSeconds = Number(values.calm ?? '5');
 const port = await benchPort();
 const base = `http://127.0.0.1:${port}`;
-const STORM = process.env.STORM ?? '/v1/products?sort=-priceCents,name&offset=999000&count=none';
+const STORM = values.query ?? process.env.STORM ?? '/v1/products?sort=-priceCents,name&offset=999000&count=none';
 const CHEAP = '/v1/products?count=none';
+/** A free key's allowance: what a storm key's PostgreSQL time per minute is held to, a unit being about a millisecond. */
+const FREE_UNITS_PER_MINUTE = 600;
+/** Seconds of the storm request sent one at a time by the fourth key, to read PostgreSQL's time per request. */
+const CALIBRATION_SECONDS = 5;
 
 // Fresh keys each run: forget the registrations and windows of earlier runs (the bench's own database).
-const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-await admin`delete from rate_windows`;
-await admin`delete from api_keys where name like 'storm-%'`;
-await admin.end();
+const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+await sql`delete from rate_windows`;
+await sql`delete from api_keys where name like 'storm-%'`;
+await sql`
+  insert into rate_tiers (name, allowance, window_seconds, concurrency) values ('storm-victim', 1000000000, 60, 1000)
+  on conflict (name) do update set allowance = excluded.allowance, concurrency = excluded.concurrency`;
 
 const server = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
   cwd: dir,
@@ -35,31 +53,51 @@ async function register(name: string): Promise<string> {
   return ((await res.json()) as { key: string }).key;
 }
 const victimKey = await register('storm-victim');
+// The limiter reads a key's tier at every decision: the victim's own allowance never paces it.
+await sql`update api_keys set tier = 'storm-victim' where name = 'storm-victim'`;
 const stormKeys = [await register('storm-1'), await register('storm-2'), await register('storm-3')];
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
-}
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? NaN;
 }
 
-async function victim(ms: number): Promise<{ latencies: number[]; statuses: Record<number, number> }> {
+/** CPU over `body`, in microseconds: the server's PostgreSQL backends (not parallel workers), and the server process. */
+async function cpuOver<T>(body: () => Promise<T>): Promise<[T, number, number]> {
+  const pids = async () => backendPids(sql, true, server.pid!);
+  const before = snapshot(await pids());
+  const serverBefore = snapshot([server.pid!]);
+  const result = await body();
+  return [result, cpuBetween(before, snapshot(await pids())), cpuBetween(serverBefore, snapshot([server.pid!]))];
+}
+
+interface Victim {
+  latencies: number[];
+  statuses: Record<number, number>;
+}
+
+/** The fourth client for `ms`: one request at a time; `path` is the storm request when calibrating. */
+async function victim(ms: number, path?: string): Promise<Victim> {
   const latencies: number[] = [];
   const statuses: Record<number, number> = {};
   const end = performance.now() + ms;
+  let next = path ?? values.follow ?? CHEAP;
   while (performance.now() < end) {
     const started = performance.now();
-    const res = await fetch(`${base}${CHEAP}`, { headers: { authorization: `Bearer ${victimKey}` } });
-    await res.arrayBuffer();
+    const res = await fetch(`${base}${next}`, { headers: { authorization: `Bearer ${victimKey}` } });
+    const body = await res.text();
     latencies.push(performance.now() - started);
     statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-    await sleep(50);
+    if (path === undefined && values.follow !== undefined) {
+      const href = res.ok ? (JSON.parse(body) as { _links?: { next?: { href: string } } })._links?.next?.href : undefined;
+      next = href ? new URL(href).pathname + new URL(href).search : values.follow;
+    } else if (path === undefined) await sleep(50);
   }
   return { latencies, statuses };
 }
+
+const describe = ({ latencies, statuses }: Victim) =>
+  `p50 ${quantile(latencies, 0.5).toFixed(1)} ms, p99 ${quantile(latencies, 0.99).toFixed(1)} ms, ${latencies.length} requests ${JSON.stringify(statuses)}`;
 
 async function readyz(ms: number): Promise<Record<number, number>> {
   const statuses: Record<number, number> = {};
@@ -73,10 +111,15 @@ async function readyz(ms: number): Promise<Record<number, number>> {
   return statuses;
 }
 
-const calm = await victim(5_000);
-console.log(
-  `calm:  victim median ${median(calm.latencies).toFixed(1)} ms, p95 ${quantile(calm.latencies, 0.95).toFixed(1)} ms, ${JSON.stringify(calm.statuses)}`,
-);
+console.log(`storm: ${STORM}; the fourth client: ${values.follow ? `${values.follow}, following next links` : `${CHEAP} every 50 ms`}`);
+const perMinute = (micros: number, s: number) => `${Math.round(micros / 1000 / (s / 60)).toLocaleString('en')} ms a minute`;
+const [calm, calmPostgres, calmServer] = await cpuOver(() => victim(calmSeconds * 1000));
+console.log(`calm:  the fourth client ${describe(calm)} in ${calmSeconds} s`);
+console.log(`  CPU: PostgreSQL backends ${perMinute(calmPostgres, calmSeconds)}, server process ${perMinute(calmServer, calmSeconds)}`);
+// What one storm request costs PostgreSQL when it runs alone, sent by the fourth key (whose tier never declines).
+const [alone, aloneMicros] = await cpuOver(() => victim(CALIBRATION_SECONDS * 1000, STORM));
+const perRequest = aloneMicros / Math.max(alone.latencies.length, 1);
+console.log(`alone: the storm request ${describe(alone)}, ${Math.round(perRequest).toLocaleString('en')} µs of PostgreSQL each`);
 
 let stop = false;
 const served: Record<string, Record<number, number>> = {};
@@ -93,12 +136,22 @@ async function attacker(key: string, name: string): Promise<void> {
   }
 }
 const attackers = stormKeys.flatMap((key, i) => Array.from({ length: 8 }, () => attacker(key, `key${i + 1}`)));
-const [storm, ready] = await Promise.all([victim(seconds * 1000), readyz(seconds * 1000)]);
+const [[storm, ready], stormMicros, stormServer] = await cpuOver(() => Promise.all([victim(seconds * 1000), readyz(seconds * 1000)]));
 stop = true;
 await Promise.all(attackers);
-console.log(
-  `storm: victim median ${median(storm.latencies).toFixed(1)} ms, p95 ${quantile(storm.latencies, 0.95).toFixed(1)} ms, ${JSON.stringify(storm.statuses)}`,
-);
+const minutes = seconds / 60;
+console.log(`storm: the fourth client ${describe(storm)} in ${seconds} s`);
 console.log(`storm keys over ${seconds} s (status: count): ${JSON.stringify(served)}`);
+for (const [name, statuses] of Object.entries(served)) {
+  const chunks = (statuses[200] ?? 0) / minutes;
+  const ms = (chunks * perRequest) / 1000;
+  console.log(
+    `  ${name}: ${Math.round(chunks)} served a minute × ${Math.round(perRequest)} µs = ${Math.round(ms).toLocaleString('en')} ms of PostgreSQL a minute (allowance ${FREE_UNITS_PER_MINUTE} units ≈ ${FREE_UNITS_PER_MINUTE} ms)`,
+  );
+}
+console.log(
+  `CPU during the storm (the storm, its 429s, the fourth client): PostgreSQL backends ${perMinute(stormMicros, seconds)}, server process ${perMinute(stormServer, seconds)}`,
+);
 console.log(`/readyz during the storm: ${JSON.stringify(ready)}`);
+await sql.end();
 await stopProcess(server);

@@ -98,14 +98,14 @@ function resultOf(rows: Row[], name: string): RoundsResult | undefined {
 const RATIO_HEADER = ['ratio (row / row)', 'req/s', 'server µs/req', 'pg µs/req', 'server+pg µs/req', 'target'];
 
 /** One measure of `of` divided by the same of `to`; undefined when either lacks it. */
-function ratioOf(measure: RatioMeasure | 'server' | 'pg', of: RoundsResult, to: RoundsResult): number | undefined {
+function ratioOf(measure: RatioMeasure | 'server', of: RoundsResult, to: RoundsResult): number | undefined {
   const cpu = (m: RoundsResult) => (m.serverCpu === undefined || m.postgresCpu === undefined ? undefined : m.serverCpu + m.postgresCpu);
   const pairs: Record<typeof measure, [number | undefined, number | undefined]> = {
     'req/s': [of.reqPerSec, to.reqPerSec],
     'time/req': [to.reqPerSec, of.reqPerSec],
     'cpu/req': [cpu(of), cpu(to)],
     server: [of.serverCpu, to.serverCpu],
-    pg: [of.postgresCpu, to.postgresCpu],
+    'pg/req': [of.postgresCpu, to.postgresCpu],
   };
   const [a, b] = pairs[measure];
   return a === undefined || b === undefined || b === 0 ? undefined : a / b;
@@ -141,7 +141,7 @@ export function formatRatios(rows: Row[], comparisons: Comparison[]): string | u
       comparison.label,
       twoDigits(ratioOf('req/s', of, to)),
       twoDigits(ratioOf('server', of, to)),
-      twoDigits(ratioOf('pg', of, to)),
+      twoDigits(ratioOf('pg/req', of, to)),
       twoDigits(ratioOf('cpu/req', of, to)),
       target ? `${target.measure} ${twoDigits(value)} (${bound(target)}): ${value === undefined ? 'n/a' : verdict(value, target)}` : '',
     ]);
