@@ -82,7 +82,11 @@ t.test('CORS_ORIGINS lists origins: only those get the headers, and answers vary
   t.equal(refused.headers.get('access-control-allow-origin'), null, 'a preflight from another origin is not allowed');
   const granted = await fetch(`${origin}/v1/products`, preflight('https://app.example'));
   t.equal(granted.headers.get('access-control-allow-origin'), 'https://app.example');
-  t.equal(await chargedUnits(api.database.sql), 3, 'three GETs of 1 unit each (one item; the count of 30 rows reads less than a unit); no preflight counted');
+  t.equal(
+    await chargedUnits(api.database.sql),
+    3,
+    'three GETs of 1 unit each (one item; the count of 30 rows reads less than a unit); no preflight counted',
+  );
   const large = await fetch(`${origin}/v1/products?limit=20`, { headers: { origin: 'http://localhost:5173', 'accept-encoding': 'gzip' } });
   t.equal(large.headers.get('content-encoding'), 'gzip');
   t.equal(large.headers.get('vary'), 'Origin, Accept-Encoding', 'a compressed answer varies by both');
