@@ -2,10 +2,10 @@
 // request's peer address from Deno's connection info.
 /// <reference types="deno" />
 import { getConnInfo } from 'hono/deno';
-import { startEntry, stopOnSignals } from './lib/http/startup.ts';
 import { checkedFetch } from './lib/http/target.ts';
+import { startEntry, stopOnSignals } from './lib/service/startup.ts';
 
-const { config, log, service } = await startEntry((c) => getConnInfo(c).remote.address);
+const { config, log, service } = await startEntry({ remoteAddress: (c) => getConnInfo(c).remote.address });
 // hono/deno's getConnInfo reads the second argument, the connection's info, as the context's env. A bad Host is
 // answered before the app, as on Node (lib/http/target.ts).
 const fetch = checkedFetch<Deno.ServeHandlerInfo>(service.app, service.app.refused);

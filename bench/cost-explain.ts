@@ -4,11 +4,11 @@
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { type Database, openDatabase } from '../db/client.ts';
 import * as schema from '../db/schema.ts';
-import { buildApp } from '../lib/http/app.ts';
-import { parseConfig } from '../lib/http/config.ts';
 import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 import { rawQueryOf } from '../lib/pagination/params.ts';
-import { requestCost } from '../lib/ratelimit/cost.ts';
+import { requestCost } from '../lib/pagination/price.ts';
+import { buildApp } from '../lib/service/app.ts';
+import { parseConfig } from '../lib/service/config.ts';
 
 const [url, ...given] = process.argv.slice(2);
 if (!url) throw new Error('Usage: tsx bench/cost-explain.ts <database url> [paths…]');

@@ -8,11 +8,11 @@ import type { MiddlewareHandler } from 'hono';
 import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { openDatabase } from '../db/client.ts';
-import { buildApp } from '../lib/http/app.ts';
-import { parseConfig } from '../lib/http/config.ts';
 import { createLogger } from '../lib/http/logger.ts';
 import { loadCursorSecret } from '../lib/pagination/cursor-secret.ts';
 import { demoRegistry } from '../lib/pagination/demo-collections.ts';
+import { buildApp } from '../lib/service/app.ts';
+import { parseConfig } from '../lib/service/config.ts';
 
 // The peer's Postgres store wants a node-postgres Pool (pg, a dev dependency of the bench only).
 const { Pool } = pg;

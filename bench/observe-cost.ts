@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { openDatabase } from '../db/client.ts';
-import { buildApp } from '../lib/http/app.ts';
-import { parseConfig } from '../lib/http/config.ts';
 import { createLogger } from '../lib/http/logger.ts';
 import { demoRegistry } from '../lib/pagination/demo-collections.ts';
+import { buildApp } from '../lib/service/app.ts';
+import { parseConfig } from '../lib/service/config.ts';
 
 const requests = Number(process.argv[2] ?? 50_000);
 const ROUNDS = 7;

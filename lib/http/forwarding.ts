@@ -3,7 +3,6 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import proxyaddr from 'proxy-addr';
-import type { Config } from './config.ts';
 import { invalidParameter } from './errors.ts';
 
 /**
@@ -51,6 +50,12 @@ export function peerIsProxy(trust: TrustProxy, peer: string | undefined): boolea
   return peer !== undefined && trustFunction(trust)(peer, 0);
 }
 
+/** What decides the origin of links: PUBLIC_URL when set, otherwise the request's own, behind trusted proxies. */
+export interface LinkOrigin {
+  readonly publicUrl: string | undefined;
+  readonly trustProxy: TrustProxy;
+}
+
 /** A longer origin makes every link, and the Link header, long: no host name is longer (RFC 1035: 253). */
 const MAX_ORIGIN_LENGTH = 300;
 
@@ -59,7 +64,7 @@ const MAX_ORIGIN_LENGTH = 300;
  * X-Forwarded-Proto/-Host (their first entries, what the proxy nearest the client saw) honoured only
  * when the socket's peer is one of our proxies (TRUST_PROXY), as for X-Forwarded-For.
  */
-export function baseUrl(request: Request, config: Config, peer: string | undefined): string {
+export function baseUrl(request: Request, config: LinkOrigin, peer: string | undefined): string {
   if (config.publicUrl) return config.publicUrl;
   const url = new URL(request.url);
   if (peerIsProxy(config.trustProxy, peer)) {

@@ -1,9 +1,12 @@
 // The service's logger: pino's JSON lines on stdout, or pino-pretty's lines when stdout is a terminal.
 import pino, { type DestinationStream, type Logger } from 'pino';
 import pretty from 'pino-pretty';
-import type { LogLevel } from './config.ts';
 
 export type { Logger };
+
+/** pino's levels, quietest first: LOG_LEVEL takes one of them. */
+export const LOG_LEVELS = ['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface LoggerOptions {
   readonly level: LogLevel;

@@ -1,28 +1,28 @@
 // The record of every request, from the middleware that wraps every route: one log line and the request metrics.
 import type { Context, MiddlewareHandler } from 'hono';
-import type { Decision } from '../ratelimit/limiter.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics, UnavailableCause } from './metrics.ts';
 import { requestIdOf } from './request-id.ts';
+import { ROUTES } from './routes.ts';
 
 declare module 'hono' {
   interface ContextVariableMap {
     /** Set by the rate limiter: the units this request is charged. */
     cost: number;
-    /** Set by the rate limiter: its decision on this request. */
-    decision: Decision;
+    /** Set by the rate limiter: what its decision on this request puts on the request's line. */
+    limited: RequestRecord;
     /** Set by the one error handler: an error answered 500, logged once, with this request's line. */
     error: unknown;
   }
 }
 
-/** The limiter's outcomes as the log names them (docs/operations.md, "Logs"); a 503 is `unavailable` whatever came before. */
-const OUTCOMES: Record<Decision['outcome'], string> = {
-  ok: 'served',
-  rate: 'declined',
-  concurrency: 'concurrency',
-  invalid_key: 'invalid key',
-};
+/** What a rate limiter's decision puts on a request's line (docs/operations.md, "Logs"). */
+export interface RequestRecord {
+  readonly tier: string;
+  readonly subject: string;
+  /** As the log names it; a 503 is `unavailable` whatever came before. */
+  readonly outcome: string;
+}
 
 export interface ObserveOptions {
   readonly logger: Logger;
@@ -32,9 +32,9 @@ export interface ObserveOptions {
   readonly draining: () => boolean;
 }
 
-function causeOf(c: Context, decision: Decision | undefined, draining: boolean): UnavailableCause {
-  if (c.req.path === '/readyz') return draining ? 'draining' : 'readiness';
-  return decision === undefined ? 'limiter' : 'query';
+function causeOf(c: Context, limited: RequestRecord | undefined, draining: boolean): UnavailableCause {
+  if (c.req.path === ROUTES.ready) return draining ? 'draining' : 'readiness';
+  return limited === undefined ? 'limiter' : 'query';
 }
 
 export function observe(options: ObserveOptions): MiddlewareHandler {
@@ -46,10 +46,10 @@ export function observe(options: ObserveOptions): MiddlewareHandler {
     await next();
     const ms = performance.now() - started;
     const status = c.res.status;
-    const decision = c.get('decision');
+    const limited = c.get('limited');
     if (metrics !== undefined) {
       metrics.request(c.req.routePath, c.req.method, status, ms / 1000);
-      if (status === 503) metrics.unavailable(causeOf(c, decision, draining()));
+      if (status === 503) metrics.unavailable(causeOf(c, limited, draining()));
     }
     const error = c.get('error');
     if (error === undefined && !logRequests) return;
@@ -62,9 +62,9 @@ export function observe(options: ObserveOptions): MiddlewareHandler {
       status,
       durationMs: Math.round(ms * 100) / 100,
       cost: c.get('cost'),
-      tier: decision?.tier,
-      outcome: status === 503 ? 'unavailable' : decision === undefined ? 'served' : OUTCOMES[decision.outcome],
-      subject: decision?.subject,
+      tier: limited?.tier,
+      outcome: status === 503 ? 'unavailable' : (limited?.outcome ?? 'served'),
+      subject: limited?.subject,
     };
     if (error === undefined) logger.info(line);
     else logger.error({ ...line, err: error }, 'Internal error');

@@ -1,9 +1,10 @@
 // A collection query (docs/api.md, "Choosing the variant"): parse, pick the variant, validate every parameter, serve the chunk.
 import type { Database } from '../../db/client.ts';
-import type { Config } from '../http/config.ts';
 import { withTimeout } from '../http/deadline.ts';
-import { baseUrl } from '../http/forwarding.ts';
+import { ApiError } from '../http/errors.ts';
+import { baseUrl, type LinkOrigin } from '../http/forwarding.ts';
 import type { PendingHeaders } from '../http/response-headers.ts';
+import { collectionPath } from '../http/routes.ts';
 import { chunkResponse } from './chunk.ts';
 import { cursorVariant } from './cursor.ts';
 import { isFilterName, parseFilters } from './filters.ts';
@@ -25,7 +26,8 @@ const variants: Record<VariantName, Variant> = {
 
 export interface CollectionDeps {
   readonly database: Database;
-  readonly config: Config;
+  /** Where links start (PUBLIC_URL, or the request's origin behind trusted proxies). */
+  readonly config: LinkOrigin;
   readonly cursorSecret: string;
 }
 
@@ -54,16 +56,22 @@ export function readQuery(collection: Collection, params: QueryParams, cursorSec
 
 declare module 'hono' {
   /**
-   * `readQuery`: the Hono context variable by which a middleware that has read the request's query already
-   * (the rate limiter, whose cost rule charges its plan) hands that reading to the collection handler, so
-   * the query string is parsed and read once: `c.set('readQuery', readQuery(…))`. Unset, the handler reads
-   * it itself.
+   * `collectionQuery`: the Hono context variable by which the step that read the request's query before the
+   * rate limiter (whose cost rule prices its plan: lib/service/app.ts) hands that reading, or the 400 it
+   * answers, to the collection handler, so that the query string is parsed and read once. Unset, the
+   * handler reads it itself.
    */
   interface ContextVariableMap {
-    readQuery: ReadQuery;
+    collectionQuery: CollectionQuery;
     /** The rows the chunk's count read, once served (ServeOptions.counted): the rate limiter settles the count's price by it. */
     counted: number;
   }
+}
+
+/** A collection query read once (lib/pagination/price.ts, readCollectionQuery): its reading, or the 400 it answers. */
+interface CollectionQuery {
+  readonly collection: Collection;
+  readonly read: ReadQuery | ApiError;
 }
 
 /** What serving a chunk takes beyond the request and its collection. */
@@ -71,10 +79,10 @@ export interface ServeOptions {
   /** The socket's remote address, which decides whether forwarded host and proto count. */
   readonly peer?: string | undefined;
   /**
-   * This request's query as readQuery read it already (the context variable `readQuery`); when it is
-   * absent, or of another collection, the query is read here.
+   * This request's query as it was read already (the context variable `collectionQuery`): served as read, or
+   * its 400 thrown; when it is absent, or of another collection, the query is read here.
    */
-  readonly read?: ReadQuery | undefined;
+  readonly read?: CollectionQuery | undefined;
   /** Headers the response carries besides its own (request id, CORS, rate limit: lib/http/response-headers.ts). */
   readonly headers?: PendingHeaders | undefined;
   /** Told the rows the chunk's count read, when it counted. */
@@ -89,10 +97,11 @@ export async function serveCollection(
 ): Promise<Response> {
   const { read } = options;
   const reading =
-    read?.request.collection === collection ? read : readQuery(collection, parseQueryString(rawQueryOf(request.url)), deps.cursorSecret);
+    read?.collection === collection ? read.read : readQuery(collection, parseQueryString(rawQueryOf(request.url)), deps.cursorSecret);
+  if (reading instanceof ApiError) throw reading;
   const { variant, request: query, plan } = reading;
   const params = query.params;
-  const collectionUrl = `${baseUrl(request, deps.config, options.peer)}/v1/${collection.name}`;
+  const collectionUrl = `${baseUrl(request, deps.config, options.peer)}${collectionPath(collection.name)}`;
   const href = linkBuilder(collectionUrl, params);
   // The server cancels a query past its statement timeout; this also bounds the wait for a pool connection
   // and a connection that stopped answering: a 503, and the limiter releases the request's lease.

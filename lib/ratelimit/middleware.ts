@@ -2,18 +2,30 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { LimiterDatabase } from '../../db/client.ts';
 import { matchesAny } from '../http/conditional.ts';
-import type { Config } from '../http/config.ts';
 import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
-import { socketAddress } from '../http/forwarding.ts';
+import { socketAddress, type TrustProxy } from '../http/forwarding.ts';
 import type { Metrics } from '../http/metrics.ts';
+import type { RequestRecord } from '../http/observe.ts';
 import { addResponseHeaders } from '../http/response-headers.ts';
-import { rawQueryOf } from '../pagination/params.ts';
-import type { Registry } from '../pagination/registry.ts';
-import type { ReadQuery } from '../pagination/serve.ts';
-import { countSettlement, needsEstimate, ONE_UNIT, type Price, queryCost, readForCost } from './cost.ts';
 import { rateLimitHeaders } from './headers.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
+import type { Decision } from './limiter.ts';
 import { housekeepers, shardedLimiter } from './shards.ts';
+
+/**
+ * What a request costs, as its caller prices it (as express-rate-limit takes `limit` from its caller): the
+ * limiter knows nothing of what a request reads.
+ */
+export interface Charge {
+  readonly units: number;
+  /** Of `units`, those that pay for sending the answer's body: a 304 gives them back. */
+  readonly sending: number;
+  /** Once answered: the units it costs more than charged (negative: fewer), such as a count settled at its rows. */
+  readonly settle?: () => number;
+}
+
+/** What a request costs when its caller says nothing: 1 unit, which a 304 gives back. */
+const ONE_UNIT: Charge = { units: 1, sending: 1 };
 
 export interface LimiterOptions {
   /** The socket's address; the default reads @hono/node-server's connection info (none under app.request). */
@@ -34,34 +46,39 @@ export interface LimiterDeps {
    * each subject on one of them (lib/ratelimit/shards.ts); housekeeping on their pools.
    */
   readonly limiters: readonly LimiterDatabase[];
-  readonly config: Config;
-  readonly registry: Registry;
-  /** Verifies cursors, so that the cost rule charges what the handler will serve (lib/ratelimit/cost.ts). */
-  readonly cursorSecret: string;
-  /** The planner's estimate of a query's filtered set, which prices its count (lib/ratelimit/cost.ts). */
-  readonly estimate: (read: ReadQuery) => Promise<number>;
+  /** Which peers are our proxies, whose X-Forwarded-For counts (TRUST_PROXY). */
+  readonly trustProxy: TrustProxy;
+  /** What a request costs; called once per request, before its decision. Default: 1 unit. */
+  readonly charge?: (c: Context) => Charge | Promise<Charge>;
+  /** Whether a request draws on the `registration` tier, per address, whatever its Authorization. Default: none. */
+  readonly registration?: (c: Context) => boolean;
   readonly log: (error: unknown) => void;
   /** Counts decisions, their latency and the limiter's statements; absent: nothing is counted. */
   readonly metrics?: Metrics;
 }
 
-/** POST /v1/keys draws on the registration tier per address; everything else under /v1 on the client's. */
-function isRegistration(c: Context): boolean {
-  return c.req.method === 'POST' && c.req.path === '/v1/keys';
-}
+/** The limiter's outcomes as the request log names them (docs/operations.md, "Logs"). */
+const OUTCOMES: Record<Decision['outcome'], string> = {
+  ok: 'served',
+  rate: 'declined',
+  concurrency: 'concurrency',
+  invalid_key: 'invalid key',
+};
 
 /**
  * What the release of an admitted request gives back (negative: charges more), of what its decision charged:
  * a 304's sending units, none to a `*`; and the difference between the count's price and its rows.
  */
-function refundOf(c: Context, price: Price, charged: number, bucketExpiry: number) {
+function refundOf(c: Context, charge: Charge, charged: number, bucketExpiry: number) {
   const notModified = c.res.status === 304 && !matchesAny(c.req.header('if-none-match'));
-  const units = Math.min((notModified ? price.sending : 0) - countSettlement(price, c.get('counted')), charged);
+  const units = Math.min((notModified ? charge.sending : 0) - (charge.settle?.() ?? 0), charged);
   return units !== 0 ? { units, bucketExpiry } : undefined;
 }
 
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
-  const { config, registry, cursorSecret, log, metrics } = deps;
+  const { trustProxy, log, metrics } = deps;
+  const priceOf = deps.charge ?? (() => ONE_UNIT);
+  const isRegistration = deps.registration ?? (() => false);
   const remoteAddress = options.remoteAddress ?? socketAddress;
   const clockOffset = options.clockOffset ?? (() => 0);
   const leaseTtl = options.leaseTtlSeconds ?? 30;
@@ -73,24 +90,10 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const registration = isRegistration(c);
     // Throws a 400 when a trusted proxy passed an X-Forwarded-For entry that is no address: nobody is
     // charged then, least of all the proxy, whose address every client behind it shares.
-    const address = clientSubject(remoteAddress(c), c.req.header('x-forwarded-for'), config.trustProxy);
+    const address = clientSubject(remoteAddress(c), c.req.header('x-forwarded-for'), trustProxy);
     const credential = registration ? { kind: 'none' as const } : parseAuthorization(c.req.header('authorization'));
-    const collection = registry.get(c.req.path.replace(/^\/v1\/?/, ''));
-    // Only a collection query has a data-weighted cost; anything else (a 405, the index) costs 1. Its reading
-    // goes to the collection handler, which serves it as read here (the context variable `readQuery`).
-    let price: Price = ONE_UNIT;
-    if (collection !== undefined && (c.req.method === 'GET' || c.req.method === 'HEAD')) {
-      let read = readForCost(collection, rawQueryOf(c.req.url), cursorSecret);
-      if (read !== undefined && needsEstimate(read)) {
-        // A count is priced by the rows it will read: the planner's estimate, asked for before the decision
-        // and handed to the handler with the reading, so that it is not asked for again.
-        const estimate = await deps.estimate(read);
-        read = { ...read, plan: { ...read.plan, estimate } };
-      }
-      price = queryCost(collection, read, read?.plan.estimate);
-      if (read !== undefined) c.set('readQuery', read);
-    }
-    const cost = price.units;
+    const charge = await priceOf(c);
+    const cost = charge.units;
     c.set('cost', cost); // for the request's log line
     const asked = performance.now();
     // An unreachable database, or no answer within the timeout, throws here (the limiter gives the decision
@@ -105,7 +108,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       clockOffset: clockOffset(),
     });
     metrics?.decided(decision.outcome, (performance.now() - asked) / 1000);
-    c.set('decision', decision);
+    c.set('limited', { tier: decision.tier, subject: decision.subject, outcome: OUTCOMES[decision.outcome] } satisfies RequestRecord);
     offerHousekeeping();
 
     const headers = rateLimitHeaders(decision);
@@ -141,7 +144,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         // client had, and would make any chunk free (docs/rate-limit.md, "Conditional requests").
         // A count settles at the rows it read: what the estimate overcharged goes back with the release, and
         // what it undercharged is charged with it, so that the client's next request sees it.
-        const refund = refundOf(c, price, decision.charged, decision.reset);
+        const refund = refundOf(c, charge, decision.charged, decision.reset);
         if (refund !== undefined && c.res.status !== 503) {
           const refunded = rateLimitHeaders({ ...decision, remaining: Math.max(0, decision.remaining + refund.units) });
           // A 304 is made anew (lib/http/conditional.ts) with the headers of the chunk it stands for.

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { parse } from 'yaml';
-import { parseConfig } from '../../lib/http/config.ts';
+import { parseConfig } from '../../lib/service/config.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const compose = parse(await readFile(`${root}/compose.yaml`, 'utf8')) as { services: Record<string, any> };

@@ -1,13 +1,13 @@
 // Builds the app on a fresh test database; requests go through app.request, no port is opened.
 import type { Hono } from 'hono';
 import { type SeedSizes, type SeedTable, seedTable } from '../../db/seed.ts';
-import { buildApp } from '../../lib/http/app.ts';
-import { type Config, parseConfig } from '../../lib/http/config.ts';
 import type { Logger } from '../../lib/http/logger.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import type { Registry } from '../../lib/pagination/registry.ts';
 import type { LimiterOptions } from '../../lib/ratelimit/middleware.ts';
+import { buildApp } from '../../lib/service/app.ts';
+import { type Config, parseConfig } from '../../lib/service/config.ts';
 import { type TestDatabase, testDatabase } from './db.ts';
 
 /** The operator token of every test app (unless its `env` says otherwise) and of test servers that want one. */

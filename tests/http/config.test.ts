@@ -1,6 +1,6 @@
 // Configuration: parsed once, frozen; every bad value is one clear message naming the variable.
 import t from 'tap';
-import { ConfigError, parseConfig } from '../../lib/http/config.ts';
+import { ConfigError, parseConfig } from '../../lib/service/config.ts';
 
 t.test('defaults', async (t) => {
   const config = parseConfig({});

@@ -1,8 +1,8 @@
 // The base of every link, without a database or a server: PUBLIC_URL, or the request's origin with the
 // forwarded proto and host of a trusted proxy, bounded in length.
 import t from 'tap';
-import { parseConfig } from '../../lib/http/config.ts';
 import { baseUrl } from '../../lib/http/forwarding.ts';
+import { parseConfig } from '../../lib/service/config.ts';
 import { invalidParameter, problemOf } from '../helpers/problem.ts';
 
 const request = (url: string, headers: Record<string, string> = {}) => new Request(url, { headers });

@@ -4,9 +4,9 @@ import parsePrometheusTextFormat, { type Family } from 'parse-prometheus-text-fo
 import postgres from 'postgres';
 import t from 'tap';
 import { openDatabase } from '../../db/client.ts';
-import { buildApp } from '../../lib/http/app.ts';
-import { parseConfig } from '../../lib/http/config.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { buildApp } from '../../lib/service/app.ts';
+import { parseConfig } from '../../lib/service/config.ts';
 import { ADMIN_TOKEN, type TestApp, testApp } from '../helpers/app.ts';
 import { lockWaiters } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';

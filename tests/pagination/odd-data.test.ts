@@ -7,9 +7,9 @@ import t, { type Test } from 'tap';
 import { openDatabase } from '../../db/client.ts';
 import { startEmbedded } from '../../db/embedded.ts';
 import { runMigrations } from '../../db/migrate.ts';
-import { buildApp } from '../../lib/http/app.ts';
-import { parseConfig } from '../../lib/http/config.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { buildApp } from '../../lib/service/app.ts';
+import { parseConfig } from '../../lib/service/config.ts';
 import { serverUrl } from '../helpers/db.ts';
 
 /** A new database on `server` with all migrations applied, dropped at teardown. */

@@ -4,11 +4,11 @@ import { bigint, pgTable, timestamp } from 'drizzle-orm/pg-core';
 import t, { type Test } from 'tap';
 import { type Database, openDatabase } from '../../db/client.ts';
 import { seedTable } from '../../db/seed.ts';
-import { buildApp } from '../../lib/http/app.ts';
-import { parseConfig } from '../../lib/http/config.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { createRegistry, defineCollection, type Registry } from '../../lib/pagination/registry.ts';
 import { Lru, NAMED_SHAPES, SHAPE_CACHE_SIZE } from '../../lib/pagination/shapes.ts';
+import { buildApp } from '../../lib/service/app.ts';
+import { parseConfig } from '../../lib/service/config.ts';
 import { testDatabase } from '../helpers/db.ts';
 
 interface Prepared {

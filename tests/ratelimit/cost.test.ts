@@ -3,8 +3,8 @@ import t from 'tap';
 import { products } from '../../db/schema.ts';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { requestCost } from '../../lib/pagination/price.ts';
 import { type CollectionDeclaration, defineCollection } from '../../lib/pagination/registry.ts';
-import { requestCost } from '../../lib/ratelimit/cost.ts';
 import { testApp } from '../helpers/app.ts';
 import { limits, setTier } from '../helpers/limiter.ts';
 

@@ -5,9 +5,9 @@ import { ApiError } from '../../lib/http/errors.ts';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { parseQueryString } from '../../lib/pagination/params.ts';
+import { requestCost } from '../../lib/pagination/price.ts';
 import { type Collection, defineCollection } from '../../lib/pagination/registry.ts';
 import { readQuery } from '../../lib/pagination/serve.ts';
-import { requestCost } from '../../lib/ratelimit/cost.ts';
 
 const SECRET = 'cost-unit-secret-0123456789abcdefghij';
 // The demo collections, and one whose name sort has no index (docs/rate-limit.md, "Cost": unindexedSort), so that the

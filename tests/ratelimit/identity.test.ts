@@ -3,7 +3,7 @@ import t from 'tap';
 import { seedTable } from '../../db/seed.ts';
 import type { TrustProxy } from '../../lib/http/forwarding.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
-import { requestCost } from '../../lib/ratelimit/cost.ts';
+import { requestCost } from '../../lib/pagination/price.ts';
 import { addressSubject, clientSubject, parseAuthorization } from '../../lib/ratelimit/identity.ts';
 import { ADMIN_TOKEN, type TestApp, testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';

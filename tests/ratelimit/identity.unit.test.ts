@@ -2,9 +2,9 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import t from 'tap';
-import { parseConfig } from '../../lib/http/config.ts';
 import { peerIsProxy, type TrustProxy, trustFunction } from '../../lib/http/forwarding.ts';
 import { addressSubject, clientSubject, hashKey, KEY_PREFIX, parseAuthorization } from '../../lib/ratelimit/identity.ts';
+import { parseConfig } from '../../lib/service/config.ts';
 import { invalidParameter, problemOf } from '../helpers/problem.ts';
 
 const trust = (value: string): TrustProxy => parseConfig({ TRUST_PROXY: value }).trustProxy;

@@ -1,11 +1,12 @@
-// The query string is read once: the rate limiter's reading, which its cost rule charges, is what the
-// collection handler serves (lib/pagination/serve.ts, `readQuery`); without the limiter the handler reads it.
+// The query string is read once: the reading the rate limiter's price was made from is what the collection
+// handler serves or refuses (lib/service/charge.ts, `collectionQuery`); without the limiter the handler reads it.
 import t from 'tap';
-import { buildApp } from '../../lib/http/app.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { parseQueryString } from '../../lib/pagination/params.ts';
+import { createRegistry } from '../../lib/pagination/registry.ts';
 import { readQuery, serveCollection } from '../../lib/pagination/serve.ts';
+import { buildApp } from '../../lib/service/app.ts';
 import { testApp } from '../helpers/app.ts';
 import { setTier } from '../helpers/limiter.ts';
 
@@ -19,11 +20,12 @@ t.test('a reading handed to the handler is served as it is; one of another colle
   const request = new Request('http://test.local/v1/products?limit=10&count=none');
 
   const read = readQuery(products, parseQueryString('limit=3&count=none'), cursorSecret);
-  const served = await (await serveCollection(request, products, deps, { read })).json();
+  const served = await (await serveCollection(request, products, deps, { read: { collection: products, read } })).json();
   t.equal(served.products.length, 3, 'the reading is served, not the query string read again');
 
-  const foreign = readQuery(registry.get('orders')!, parseQueryString('page-size=3'), cursorSecret);
-  const own = await (await serveCollection(request, products, deps, { read: foreign })).json();
+  const orders = registry.get('orders')!;
+  const foreign = readQuery(orders, parseQueryString('page-size=3'), cursorSecret);
+  const own = await (await serveCollection(request, products, deps, { read: { collection: orders, read: foreign } })).json();
   t.equal(own.products.length, 10, 'a reading of another collection is ignored: the query string is read');
 
   const unread = await (await serveCollection(request, products, deps)).json();
@@ -96,5 +98,30 @@ t.test('every /v1 response carries the rate-limit headers once, whether its hand
     const now = Number(res.headers.get('x-ratelimit-remaining'));
     t.ok(now < remaining, `${path}: charged, and its headers say so (${now})`);
     remaining = now;
+  }
+});
+
+t.test('a 400 is read once: the handler answers the problem the reading before the limiter found', async (t) => {
+  // The products collection, counting how often a reading asks for its page sizes: once per reading of a
+  // limit or page-size, whether it then succeeds or fails.
+  let reads = 0;
+  const products = new Proxy(registry.get('products')!, {
+    get(target, property, receiver) {
+      if (property === 'pageSize') reads++;
+      return Reflect.get(target, property, receiver);
+    },
+  });
+  const counted = createRegistry([products, registry.get('orders')!, registry.get('events')!]);
+  const api = await testApp(t, { seed: { products: 10 }, registry: counted, rateLimit: true });
+  for (const [path, status] of [
+    ['/v1/products?limit=abc', 400],
+    ['/v1/products?limit=5&offset=abc', 400],
+    ['/v1/products?limit=5&count=none', 200],
+  ] as const) {
+    reads = 0;
+    const res = await api.request(path);
+    t.equal(res.status, status, path);
+    t.equal(reads, 1, `${path}: its query read once`);
+    t.ok(res.headers.get('x-ratelimit-remaining'), `${path}: and charged`);
   }
 });

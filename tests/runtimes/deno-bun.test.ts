@@ -103,3 +103,38 @@ t.test('Deno and Bun count each source address, and answer as Node does', async 
   }
   t.equal(shapes.size, 3, 'every runtime answered');
 });
+
+t.test('on every runtime, the root and /v1 take the peer from the entry: their links honour TRUST_PROXY', async (t) => {
+  const db = await testDatabase(t);
+  const runtimes: Runtime[] = ['node', 'deno', 'bun'];
+  const servers = await Promise.all(
+    runtimes.map(async (runtime) => startServer(t, await freePort(), { DATABASE_URL: db.url, TRUST_PROXY: '127.0.0.2' }, runtime)),
+  );
+  const forwarded = { 'x-forwarded-host': 'api.example', 'x-forwarded-proto': 'https' };
+  for (const [at, runtime] of runtimes.entries()) {
+    const server = servers[at]!;
+    for (const path of ['/', '/v1']) {
+      const viaProxy = await getWith(server, path, '127.0.0.2', forwarded);
+      t.equal(
+        JSON.parse(viaProxy.body)._links.self.href.startsWith('https://api.example/'),
+        true,
+        `${runtime} ${path}: from the proxy, its host`,
+      );
+      const direct = await getWith(server, path, '127.0.0.3', forwarded);
+      t.equal(JSON.parse(direct.body)._links.self.href.startsWith(server.url), true, `${runtime} ${path}: from anyone else, its own`);
+    }
+  }
+});
+
+/** GET `path` from the local address `from` with `headers`. */
+function getWith(server: ServerProcess, path: string, from: string, headers: Record<string, string>): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(`${server.url}${path}`, { localAddress: from, agent: false, headers }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers as Record<string, string>, body }));
+    });
+    request.on('error', reject);
+  });
+}

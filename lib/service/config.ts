@@ -1,7 +1,8 @@
 // Service configuration: the environment parsed once into a typed, frozen object.
 import proxyaddr from 'proxy-addr';
 import { databaseIdentity } from '../../db/identity.ts';
-import type { TrustProxy } from './forwarding.ts';
+import type { TrustProxy } from '../http/forwarding.ts';
+import { LOG_LEVELS, type LogLevel } from '../http/logger.ts';
 
 export interface Config {
   readonly port: number;
@@ -41,8 +42,6 @@ export interface Config {
 }
 
 /** pino's levels, least to most verbose. */
-const LOG_LEVELS = ['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export class ConfigError extends Error {
   override name = 'ConfigError';

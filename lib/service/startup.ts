@@ -10,12 +10,12 @@ import { runMigrations } from '../../db/migrate.ts';
 import { pooledByUrl, probeServer } from '../../db/probe.ts';
 import * as schema from '../../db/schema.ts';
 import { defaultSizes, seedIfEmpty } from '../../db/seed.ts';
+import { createLogger, type Logger } from '../http/logger.ts';
 import { loadCursorSecret } from '../pagination/cursor-secret.ts';
 import { demoRegistry } from '../pagination/demo-collections.ts';
 import { syncKeysAndTiers } from '../ratelimit/key-store.ts';
 import { type App, buildApp } from './app.ts';
 import { type Config, ConfigError, parseConfig } from './config.ts';
-import { createLogger, type Logger } from './logger.ts';
 
 export interface Service {
   readonly app: App;
@@ -36,7 +36,7 @@ export interface StartOptions {
 }
 
 /** The configuration, or the process ends with the one line that names the bad variable. */
-export function readConfig(env: Record<string, string | undefined>): Config {
+function readConfig(env: Record<string, string | undefined>): Config {
   try {
     return parseConfig(env);
   } catch (error) {
@@ -116,7 +116,7 @@ export function describeFailure(error: unknown, port: number): string {
 }
 
 /** Everything up to serving: rejects with an Error whose message is the one line an operator reads. */
-export async function startService(config: Config, options: StartOptions): Promise<Service> {
+async function startService(config: Config, options: StartOptions): Promise<Service> {
   const { logger } = options;
   const log = (line: string) => logger.info(line);
   const postgresServer = await resolveDatabaseUrl(config.databaseUrl, log);
@@ -184,16 +184,18 @@ export async function startService(config: Config, options: StartOptions): Promi
 }
 
 /**
- * The Deno and Bun entries' start: the configuration, its logger, and the service with `remoteAddress`, the
- * runtime's peer address; a failure is the one line an operator reads, and exit 1.
+ * Every entry's start (server.ts, server.deno.ts, server.bun.ts): the configuration, read once from the
+ * environment, its logger (JSON lines, or readable ones when a person watches the terminal), and the
+ * service; a failure is the one line an operator reads, and exit 1. `options` say what differs by runtime:
+ * the peer address as the runtime reports it, and whether the entry is draining.
  */
 export async function startEntry(
-  remoteAddress: (c: Context) => string | undefined,
+  options: Omit<StartOptions, 'logger'> = {},
 ): Promise<{ config: Config; log: (line: string) => void; service: Service }> {
   const config = readConfig(process.env);
   const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY });
   const log = (line: string) => logger.info(line);
-  const service = await startService(config, { logger, remoteAddress }).catch((error: unknown) => {
+  const service = await startService(config, { ...options, logger }).catch((error: unknown) => {
     console.error(`Could not start: ${describeFailure(error, config.port)}`);
     return process.exit(1);
   });

@@ -2,9 +2,23 @@
 import { type Context, Hono } from 'hono';
 import type { Sql } from 'postgres';
 import type { Database } from '../../db/client.ts';
+import { requireAdminToken } from '../http/bearer.ts';
+import { limitBody } from '../http/body.ts';
+import { compression } from '../http/compression.ts';
+import { conditionalRequests } from '../http/conditional.ts';
+import { corsPolicy } from '../http/cors.ts';
+import { answeredInTime, withTimeout } from '../http/deadline.ts';
+import { ApiError, methodNotAllowed, onError } from '../http/errors.ts';
+import { baseUrl, socketAddress } from '../http/forwarding.ts';
+import { createLogger, type Logger } from '../http/logger.ts';
+import { createMetrics } from '../http/metrics.ts';
+import { observe } from '../http/observe.ts';
+import { type Refused, refusals } from '../http/refused.ts';
+import { requestIds } from '../http/request-id.ts';
+import { responseHeaders, takeResponseHeaders } from '../http/response-headers.ts';
+import { collectionPath, KEYS, ROUTES } from '../http/routes.ts';
 import { docsRoutes } from '../openapi/docs-page.ts';
 import { openApiDocument } from '../openapi/document.ts';
-import { estimateItems } from '../pagination/count.ts';
 import { type Links, linkHeader, linksObject, SERVICE_LINKS } from '../pagination/links.ts';
 import type { Registry } from '../pagination/registry.ts';
 import { serveCollection } from '../pagination/serve.ts';
@@ -12,21 +26,15 @@ import { adminRoutes } from '../ratelimit/admin.ts';
 import { keyStore } from '../ratelimit/key-store.ts';
 import { issueKeyHandler } from '../ratelimit/keys.ts';
 import { type LimiterOptions, rateLimiter } from '../ratelimit/middleware.ts';
-import { requireAdminToken } from './bearer.ts';
-import { limitBody } from './body.ts';
-import { compression } from './compression.ts';
-import { conditionalRequests } from './conditional.ts';
+import { collectionCharge, isRegistration } from './charge.ts';
 import type { Config } from './config.ts';
-import { corsPolicy } from './cors.ts';
-import { answeredInTime, withTimeout } from './deadline.ts';
-import { ApiError, methodNotAllowed, onError } from './errors.ts';
-import { baseUrl, socketAddress } from './forwarding.ts';
-import { createLogger, type Logger } from './logger.ts';
-import { createMetrics } from './metrics.ts';
-import { observe } from './observe.ts';
-import { type Refused, refusals } from './refused.ts';
-import { requestIds } from './request-id.ts';
-import { responseHeaders, takeResponseHeaders } from './response-headers.ts';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** The socket's peer address, worked out once per request (AppDeps.remoteAddress). */
+    peer: string | undefined;
+  }
+}
 
 export interface AppDeps {
   readonly database: Database;
@@ -69,7 +77,9 @@ export function buildApp(deps: AppDeps): App {
   const pools: Record<string, Sql> = { primary: database.sql };
   if (database.reads !== database) pools.replica = database.reads.sql;
   const metrics = config.adminToken === undefined ? undefined : createMetrics(pools);
-  const peer = deps.remoteAddress ?? socketAddress;
+  const remoteAddress = deps.remoteAddress ?? socketAddress;
+  /** The socket's peer, worked out once per request (the peer middleware below), on every runtime. */
+  const peerOf = (c: Context) => c.get('peer');
   // Collection queries run on the read replica when there is one (DATABASE_READ_URL).
   const collectionDeps = { ...deps, database: database.reads };
 
@@ -78,30 +88,39 @@ export function buildApp(deps: AppDeps): App {
   // First of all: the headers every answer carries are written once (lib/http/response-headers.ts); every
   // answer carries its request id, and CORS preflights are answered here, before the rate limiter, so that
   // they touch no database and cost nothing.
+  app.use(async function peer(c, next) {
+    c.set('peer', remoteAddress(c));
+    await next();
+  });
   app.use(responseHeaders());
   app.use(requestIds());
   app.use(corsPolicy(config.corsOrigins));
 
   // The description of the service and its docs page: outside /v1, so never rate-limited, and made once here.
   const description = JSON.stringify(openApiDocument(registry, { serverUrl: config.publicUrl }));
-  app.get('/openapi.json', (c) => c.body(description, 200, { 'content-type': 'application/json; charset=utf-8' }));
-  app.route('/docs', docsRoutes(config.publicUrl));
+  app.get(ROUTES.description, (c) => c.body(description, 200, { 'content-type': 'application/json; charset=utf-8' }));
+  app.route(ROUTES.docs, docsRoutes(config.publicUrl));
   // Not a bare 404: where to start (like PostgREST's root), in the body and as RFC 8631 links.
-  app.get('/', (c) => {
-    const base = baseUrl(c.req.raw, config, socketAddress(c));
-    const links: Links = { self: `${base}/`, api: `${base}/v1`, 'service-doc': `${base}/docs`, 'service-desc': `${base}/openapi.json` };
+  app.get(ROUTES.root, (c) => {
+    const base = baseUrl(c.req.raw, config, peerOf(c));
+    const links: Links = {
+      self: `${base}${ROUTES.root}`,
+      api: `${base}${ROUTES.index}`,
+      'service-doc': `${base}${ROUTES.docs}`,
+      'service-desc': `${base}${ROUTES.description}`,
+    };
     c.header('link', linkHeader(links));
     return c.json({ _links: linksObject(links) });
   });
 
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get(ROUTES.health, (c) => c.json({ status: 'ok' }));
   // Ready when the database answers, asked on the limiter's own connection: it never queues behind the
   // client queries that fill the pool (a busy pool is not a failed instance), and it is the connection
   // every /v1 request needs first. A probe still unanswered at the connection's deadline renews it. With
   // several limiter databases, ready while any of them answers: one away fails its subjects at every
   // instance alike, and draining every instance would fail all the others too (docs/operations.md,
   // "Several limiter databases").
-  app.get('/readyz', async (c) => {
+  app.get(ROUTES.ready, async (c) => {
     if (draining()) throw new ApiError('unavailable', 'The instance is shutting down');
     const probes = database.limiters.map(({ connection }) => {
       const sql = connection.sql;
@@ -119,29 +138,27 @@ export function buildApp(deps: AppDeps): App {
     const limiter = rateLimiter(
       {
         limiters: database.limiters,
-        config,
-        registry,
-        cursorSecret: deps.cursorSecret,
-        estimate: (read) => estimateItems(database.reads, read.request.collection, read.request.filters),
+        trustProxy: config.trustProxy,
+        charge: collectionCharge(registry, database.reads, deps.cursorSecret),
+        registration: isRegistration,
         log,
         metrics,
       },
-      { remoteAddress: peer, ...deps.rateLimit },
+      { remoteAddress: peerOf, ...deps.rateLimit },
     );
-    app.use('/v1/*', limiter); // Hono's "/v1/*" also matches "/v1" itself
+    app.use(`${ROUTES.index}/*`, limiter); // Hono's "/v1/*" also matches "/v1" itself
   }
   // Inside the limiter, which so sees a 304 and gives its units back; compression outside the conditional
   // check, which spares it a body a 304 drops.
-  app.use('/v1/*', compression());
-  app.use('/v1/*', conditionalRequests());
+  app.use(`${ROUTES.index}/*`, compression());
+  app.use(`${ROUTES.index}/*`, conditionalRequests());
   // POST /v1/keys issues a key. It shares the collections' route, `/v1/:collection`, rather than having one of
   // its own: a fixed path beside a parameter at the same place is what Hono's RegExpRouter refuses, and it
   // would leave every request to the slower TrieRouter (docs/benchmarks.md).
-  const KEYS = 'keys';
   /** What a path under /v1 allows: POST for the keys, GET and HEAD for a collection. */
   const allowed = (c: Context) => (c.req.param('collection') === KEYS ? 'POST' : 'GET, HEAD');
   app.post(
-    '/v1/:collection',
+    ROUTES.collection,
     async (c, next) => {
       if (c.req.param('collection') !== KEYS) methodNotAllowed(allowed(c))();
       await next();
@@ -149,35 +166,37 @@ export function buildApp(deps: AppDeps): App {
     limitBody(),
     issueKeyHandler(keys),
   );
-  if (config.adminToken) app.route('/admin', adminRoutes(keys, config.adminToken));
+  if (config.adminToken) app.route(ROUTES.admin, adminRoutes(keys, config.adminToken));
   if (metrics !== undefined && config.adminToken) {
     const { registry } = metrics;
-    app.get('/metrics', requireAdminToken(config.adminToken, '/metrics'), async (c) =>
+    app.get(ROUTES.metrics, requireAdminToken(config.adminToken, ROUTES.metrics), async (c) =>
       c.body(await registry.metrics(), 200, { 'content-type': registry.contentType }),
     );
-    app.all('/metrics', methodNotAllowed('GET, HEAD'));
+    app.all(ROUTES.metrics, methodNotAllowed('GET, HEAD'));
   }
 
   function index(c: Context): Response {
-    const base = `${baseUrl(c.req.raw, config, peer(c))}/v1`;
-    const links: Links = { self: base };
-    for (const name of registry.keys()) links[name] = `${base}/${name}`;
+    const origin = baseUrl(c.req.raw, config, peerOf(c));
+    const links: Links = { self: `${origin}${ROUTES.index}` };
+    for (const name of registry.keys()) links[name] = `${origin}${collectionPath(name)}`;
     c.header('link', `${linkHeader(links)}, ${SERVICE_LINKS}`);
     return c.json({ _links: linksObject(links) });
   }
-  app.get('/v1', index);
-  app.get('/v1/', index); // a trailing slash is the same index; the limiter charges it the same single unit
+  app.get(ROUTES.index, index);
+  app.get(`${ROUTES.index}/`, index); // a trailing slash is the same index; the limiter charges it the same single unit
 
-  app.get('/v1/:collection', async (c) => {
+  app.get(ROUTES.collection, async (c) => {
     if (c.req.param('collection') === KEYS) methodNotAllowed(allowed(c))();
-    const collection = registry.get(c.req.param('collection'));
-    if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
-    // The query as the rate limiter read it for its cost, if it did (lib/pagination/serve.ts, `readQuery`), and
+    // The collection and its query as they were read for the limiter's price, if they were (lib/service/charge.ts),
+    // and
     // the headers every answer carries, written into the chunk's response as it is made, then taken; an error's
     // answer gets them as it leaves (lib/http/response-headers.ts).
+    const read = c.get('collectionQuery');
+    const collection = read?.collection ?? registry.get(c.req.param('collection'));
+    if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
     const response = await serveCollection(c.req.raw, collection, collectionDeps, {
-      peer: peer(c),
-      read: c.get('readQuery'),
+      peer: peerOf(c),
+      read,
       headers: c.get('responseHeaders'),
       counted: (rows) => c.set('counted', rows),
     });
@@ -185,15 +204,15 @@ export function buildApp(deps: AppDeps): App {
     return response;
   });
 
-  app.all('/', methodNotAllowed('GET, HEAD'));
-  app.all('/openapi.json', methodNotAllowed('GET, HEAD'));
-  app.all('/docs', methodNotAllowed('GET, HEAD'));
-  app.all('/docs/:asset', methodNotAllowed('GET, HEAD'));
-  app.all('/healthz', methodNotAllowed('GET, HEAD'));
-  app.all('/readyz', methodNotAllowed('GET, HEAD'));
-  app.all('/v1', methodNotAllowed('GET, HEAD'));
-  app.all('/v1/', methodNotAllowed('GET, HEAD'));
-  app.all('/v1/:collection', (c) => methodNotAllowed(allowed(c))());
+  app.all(ROUTES.root, methodNotAllowed('GET, HEAD'));
+  app.all(ROUTES.description, methodNotAllowed('GET, HEAD'));
+  app.all(ROUTES.docs, methodNotAllowed('GET, HEAD'));
+  app.all(`${ROUTES.docs}/:asset`, methodNotAllowed('GET, HEAD'));
+  app.all(ROUTES.health, methodNotAllowed('GET, HEAD'));
+  app.all(ROUTES.ready, methodNotAllowed('GET, HEAD'));
+  app.all(ROUTES.index, methodNotAllowed('GET, HEAD'));
+  app.all(`${ROUTES.index}/`, methodNotAllowed('GET, HEAD'));
+  app.all(ROUTES.collection, (c) => methodNotAllowed(allowed(c))());
 
   app.notFound(() => {
     throw new ApiError('not_found', 'No such path');
