@@ -1,6 +1,5 @@
 // A collection query (docs/api.md, "Choosing the variant"): parse, pick the variant, validate every parameter, serve the chunk.
 import type { Database } from '../../db/client.ts';
-import type { Config } from '../http/config.ts';
 import { withTimeout } from '../http/deadline.ts';
 import { baseUrl } from '../http/forwarding.ts';
 import type { PendingHeaders } from '../http/response-headers.ts';
@@ -26,7 +25,8 @@ const variants: Record<VariantName, Variant> = {
 
 export interface CollectionDeps {
   readonly database: Database;
-  readonly config: Config;
+  /** What baseUrl reads of the configuration (the public URL, the trusted proxies). */
+  readonly config: Parameters<typeof baseUrl>[1];
   readonly cursorSecret: string;
 }
 
