@@ -1,12 +1,12 @@
 // The service's logger: pino's JSON lines on stdout, or pino-pretty's lines when stdout is a terminal.
-import pino, { type DestinationStream, type LevelWithSilent, type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import type { LogLevel } from './config.ts';
 
 export type { Logger };
 
 export interface LoggerOptions {
-  /** pino's levels or 'silent', as LOG_LEVEL names them (lib/http sits below the configuration, which it never imports). */
-  readonly level: LevelWithSilent;
+  readonly level: LogLevel;
   /** Human-readable lines (a terminal); default: JSON lines. */
   readonly pretty?: boolean;
   /** Where the lines go: a stream (tests read them back), or stderr (2); default stdout. */
