@@ -4,7 +4,8 @@ import { type CeilingOptions, ceilingDatabase, runCeiling } from './ceiling.ts';
 import { type BenchDatabase, benchDatabaseName, ensureProducts, measureSeeding, openBenchDatabase, postgresServer } from './database.ts';
 import { type LoadOptions, type Measurement, measure } from './measure.ts';
 import { type RunningServer, startServer } from './processes.ts';
-import { comparisons, latencyTargets, type Scenario, scenarios, servers } from './scenarios.ts';
+import type { Scenario } from './scenario-types.ts';
+import { comparisons, latencyTargets, scenarios, servers } from './scenarios.ts';
 import { sizeComparisons, sizeScenarios, sizeServer } from './sizes.ts';
 import {
   formatFailures,

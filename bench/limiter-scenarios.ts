@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 import type { Sql } from 'postgres';
 import type { ServerVariant } from './processes.ts';
-import type { Scenario } from './scenarios.ts';
+import type { Scenario } from './scenario-types.ts';
 
 // Cost 1 with our rule (20 items, no count): both limiters charge one unit per request.
 const CHUNK = '/v1/products?count=none';

@@ -6,7 +6,7 @@ import { waitFor } from '../tests/helpers/wait.ts';
 import { cpuBetween, isLocalPostgres, snapshot, tcpPorts } from './cpu.ts';
 import { vacuumMeasured } from './database.ts';
 import type { RunningServer } from './processes.ts';
-import type { Load, Scenario } from './scenarios.ts';
+import type { Load, Scenario } from './scenario-types.ts';
 
 export interface LoadOptions {
   connections: number;

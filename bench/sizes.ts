@@ -2,7 +2,7 @@
 // each in its own database, so that what grows with the table shows beside what does not (docs/benchmarks.md,
 // "Sizes").
 import type { ServerVariant } from './processes.ts';
-import type { Comparison, Scenario } from './scenarios.ts';
+import type { Comparison, Scenario } from './scenario-types.ts';
 
 /** The depth of the deep rows, as a share of the table: 9,000,000 of 10,000,000. */
 const DEPTH = 0.9;

@@ -1,7 +1,7 @@
 // The bench's one output: a markdown table, each row's throughput also as a ratio to the baseline row's,
 // then the ratios of chosen rows and the targets they and other figures are held to.
 import type { Measurement } from './measure.ts';
-import type { Comparison, RatioMeasure } from './scenarios.ts';
+import type { Comparison, RatioMeasure } from './scenario-types.ts';
 
 /** A row's median round, and the lowest and highest req/s of all its rounds. */
 export interface RoundsResult extends Measurement {

@@ -4,8 +4,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setImmediate } from 'node:timers/promises';
 import type { Sql } from 'postgres';
-import { formatEpoch } from '../lib/pagination/timestamps.ts';
 import { replaceTable } from './table-swap.ts';
+import { formatEpoch } from './timestamps.ts';
 
 export interface SeedSizes {
   products?: number;
@@ -31,7 +31,7 @@ const EPOCH_SECONDS = Date.UTC(2025, 0, 1) / 1000;
 
 /**
  * Microseconds after 2025-01-01 as RFC 3339 text; integer arithmetic, so no precision is lost. Printed as
- * the service prints its timestamps (lib/pagination/timestamps.ts), not through a Date per row: the
+ * the service's items print theirs (db/timestamps.ts), not through a Date per row: the
  * generator's time is what paces a seed's COPY (docs/benchmarks.md).
  */
 function timestamp(micros: number): string {

@@ -1,4 +1,4 @@
-// The query parameters of a collection in the OpenAPI document: the variants' own (lib/pagination/variants.ts)
+// The query parameters of a collection in the OpenAPI document: the variants' own (lib/pagination/variant-params.ts)
 // and the filters, as the registry declares them and as they are spelled on the wire (`priceCents[lt]`).
 import { COUNT_MODES } from '../pagination/count.ts';
 import { MAX_CURSOR_LENGTH } from '../pagination/cursor-token.ts';
@@ -6,7 +6,7 @@ import { MAX_IN_VALUES, MAX_TEXT_LENGTH } from '../pagination/filters.ts';
 import { MAX_SAFE } from '../pagination/params.ts';
 import type { Collection, FieldType, FilterOp, VariantName } from '../pagination/registry.ts';
 import { RFC3339 } from '../pagination/timestamps.ts';
-import { takes, variantParams } from '../pagination/variants.ts';
+import { takes, variantParams } from '../pagination/variant-params.ts';
 
 type Schema = Record<string, unknown>;
 

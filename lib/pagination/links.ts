@@ -1,7 +1,7 @@
 // The links of a chunk: built from the request's own query, sent as `_links` in the body and as an
 // RFC 8288 Link header.
 import { encodeQueryComponent, type QueryParams } from './params.ts';
-import { POSITION_PARAMS } from './variants.ts';
+import { POSITION_PARAMS } from './variant-params.ts';
 
 export type Links = Record<string, string | undefined>;
 

@@ -2,7 +2,7 @@
 
 import { invalidParameter } from '../http/errors.ts';
 import { hasControlCharacter } from '../http/text.ts';
-import { POSITION_PARAMS } from './variants.ts';
+import { POSITION_PARAMS } from './variant-params.ts';
 
 /** The query parameters of one request, each name present at most once, values decoded. */
 export type QueryParams = ReadonlyMap<string, string>;

@@ -15,7 +15,8 @@ import { parseQueryString, type QueryParams, rawQueryOf } from './params.ts';
 import type { Collection, VariantName } from './registry.ts';
 import { parseSort, withTieBreaker } from './sort.ts';
 import { timeVariant } from './time.ts';
-import { checkParamsTaken, type QueryRequest, type Reading, selectVariant, takes, type Variant } from './variants.ts';
+import { checkParamsTaken, takes } from './variant-params.ts';
+import { type QueryRequest, type Reading, selectVariant, type Variant } from './variants.ts';
 
 const variants: Record<VariantName, Variant> = {
   offset: offsetVariant,

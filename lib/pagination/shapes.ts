@@ -6,8 +6,8 @@
 import { is, Placeholder, sql } from 'drizzle-orm';
 import type { Sql } from 'postgres';
 import type { Database } from '../../db/client.ts';
+import { formatEpoch } from '../../db/timestamps.ts';
 import type { Collection } from './registry.ts';
-import { formatEpoch } from './timestamps.ts';
 
 /** A map that keeps the `max` entries used last: a read moves its entry to the end, an insert drops the first. */
 export class Lru<K, V> {

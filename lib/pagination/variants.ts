@@ -1,7 +1,7 @@
 // What a pagination variant is, and how a request picks one (docs/api.md, "Choosing the variant").
 
 import type { Database } from '../../db/client.ts';
-import { conflictingParameters, invalidCursor, invalidParameter } from '../http/errors.ts';
+import { conflictingParameters, invalidCursor } from '../http/errors.ts';
 import type { Chunk } from './chunk.ts';
 import type { CountMode } from './count.ts';
 import { type CursorPayload, decodeCursor } from './cursor-token.ts';
@@ -9,6 +9,7 @@ import type { Filter } from './filters.ts';
 import type { linkBuilder } from './links.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, SortKey, VariantName } from './registry.ts';
+import { variantParams } from './variant-params.ts';
 
 /** A collection query as far as every variant reads it alike. */
 export interface QueryRequest {
@@ -60,36 +61,6 @@ export interface Variant<Plan extends Reading = Reading> {
 export function defineVariant<Plan extends Reading>(variant: Variant<Plan>): Variant {
   return variant as unknown as Variant;
 }
-
-/**
- * The parameters of each variant, the one table that selection, validation, links and the cost rule read.
- * `selects`: those whose presence picks the variant (a `cursor` picks the variant it was issued by, and a
- * `page-size` alone the collection's keyset variant); `takes`: every parameter but filters that the
- * variant reads; any other is a 400.
- */
-export const variantParams = {
-  offset: { selects: ['limit', 'offset'], takes: ['limit', 'offset', 'sort', 'count'] },
-  page: { selects: ['page'], takes: ['page', 'page-size', 'sort', 'count'] },
-  cursor: { selects: ['since_id'], takes: ['page-size', 'cursor', 'since_id', 'sort'] },
-  time: { selects: ['before', 'after'], takes: ['page-size', 'cursor', 'before', 'after'] },
-} as const satisfies Record<VariantName, { selects: readonly string[]; takes: readonly string[] }>;
-
-/** Whether the variant reads the parameter (any filter aside). */
-export function takes(variant: VariantName, name: string): boolean {
-  return (variantParams[variant].takes as readonly string[]).includes(name);
-}
-
-/** Every parameter some variant takes. */
-const allParams: ReadonlySet<string> = new Set(Object.values(variantParams).flatMap((entry) => entry.takes));
-
-/** Parameters that links carry as the request sent them, with the filters; every other one positions a chunk. */
-const carriedParams: ReadonlySet<string> = new Set(['sort', 'count']);
-
-/**
- * Parameters that pick and position a variant: each link writes its own (of a fixed format, at most
- * 60 characters in all); every other parameter is carried into links as sent.
- */
-export const POSITION_PARAMS: ReadonlySet<string> = new Set([...allParams].filter((name) => !carriedParams.has(name)));
 
 // Parameters that select a variant, by the family they belong to.
 const families: ReadonlyArray<{ params: readonly string[]; variant: VariantName | 'cursor-token' }> = [
@@ -144,13 +115,4 @@ export function selectVariant(collection: Collection, params: QueryParams, curso
     );
   }
   return { variant, cursor };
-}
-
-/** A parameter the chosen variant does not take is a 400 naming it. */
-export function checkParamsTaken(variant: VariantName, names: Iterable<string>, isFilter: (name: string) => boolean): void {
-  for (const name of names) {
-    if (takes(variant, name) || isFilter(name)) continue;
-    if (allParams.has(name)) throw invalidParameter(name, `is not a parameter of ${variant} pagination`);
-    throw invalidParameter(name, 'is not a known parameter');
-  }
 }

@@ -7,7 +7,7 @@ import { seedTable } from '../../db/seed.ts';
 import { MAX_IN_VALUES } from '../../lib/pagination/filters.ts';
 import { SERVICE_LINKS } from '../../lib/pagination/links.ts';
 import { encodeQueryComponent, MAX_LINK_QUERY_LENGTH } from '../../lib/pagination/params.ts';
-import { POSITION_PARAMS } from '../../lib/pagination/variants.ts';
+import { POSITION_PARAMS } from '../../lib/pagination/variant-params.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { freePort } from '../helpers/processes.ts';

@@ -6,7 +6,7 @@ import { products } from '../../db/schema.ts';
 import { openApiDocument } from '../../lib/openapi/document.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
-import { variantParams } from '../../lib/pagination/variants.ts';
+import { variantParams } from '../../lib/pagination/variant-params.ts';
 import { documentChecker } from '../helpers/openapi.ts';
 
 // The query parameters: what a collection takes in its URL (If-None-Match, a header, aside).

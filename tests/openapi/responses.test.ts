@@ -3,7 +3,7 @@
 // every parameter it documents is taken and no other variant parameter is; /openapi.json and /docs are not rate-limited.
 import t, { type Test } from 'tap';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
-import { variantParams } from '../../lib/pagination/variants.ts';
+import { variantParams } from '../../lib/pagination/variant-params.ts';
 import { ADMIN_TOKEN, pathOf, type TestApp, testApp } from '../helpers/app.ts';
 import { setTier } from '../helpers/limiter.ts';
 import { documentChecker } from '../helpers/openapi.ts';

@@ -2,12 +2,12 @@
 // plan for the values and in the generic plan of the shape, which a prepared statement may use for any values.
 import { eq, type Placeholder } from 'drizzle-orm';
 import t from 'tap';
+import { formatEpoch } from '../../db/timestamps.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { parseFilters } from '../../lib/pagination/filters.ts';
 import { keysetQuery, keysetValues, positionOf } from '../../lib/pagination/keyset.ts';
 import { splitSort } from '../../lib/pagination/registry.ts';
 import { withTieBreaker } from '../../lib/pagination/sort.ts';
-import { formatEpoch } from '../../lib/pagination/timestamps.ts';
 import { testApp } from '../helpers/app.ts';
 
 interface PlanNode {

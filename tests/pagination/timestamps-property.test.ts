@@ -5,11 +5,12 @@ import fc from 'fast-check';
 import postgres from 'postgres';
 import t from 'tap';
 import { products } from '../../db/schema.ts';
+import { formatEpoch } from '../../db/timestamps.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { keyLiteral } from '../../lib/pagination/keyset.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
-import { formatEpoch, parseTimestamp } from '../../lib/pagination/timestamps.ts';
+import { parseTimestamp } from '../../lib/pagination/timestamps.ts';
 import { testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
 

@@ -1,7 +1,8 @@
 // RFC 3339 timestamps, without a database: what parseTimestamp takes and how it normalises it, and isTimestampText.
 import fc from 'fast-check';
 import t from 'tap';
-import { formatEpoch, isTimestampText, parseTimestamp } from '../../lib/pagination/timestamps.ts';
+import { formatEpoch } from '../../db/timestamps.ts';
+import { isTimestampText, parseTimestamp } from '../../lib/pagination/timestamps.ts';
 import { invalidParameter, problemOf } from '../helpers/problem.ts';
 
 const FORMAT = 'must be an RFC 3339 timestamp with at most six fractional digits, e.g. 2026-11-21T10:00:00.123456Z';

@@ -5,7 +5,8 @@ import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { type Collection, defineCollection, type VariantName } from '../../lib/pagination/registry.ts';
 import { readQuery } from '../../lib/pagination/serve.ts';
-import { checkParamsTaken, POSITION_PARAMS, selectVariant, takes, variantParams } from '../../lib/pagination/variants.ts';
+import { checkParamsTaken, POSITION_PARAMS, takes, variantParams } from '../../lib/pagination/variant-params.ts';
+import { selectVariant } from '../../lib/pagination/variants.ts';
 import { conflicting, invalidCursor, invalidParameter, problemOf } from '../helpers/problem.ts';
 
 const SECRET = 'variants-unit-secret-0123456789abcdef';
