@@ -1,6 +1,11 @@
 // How an item's timestamp is printed: PostgreSQL's exact epoch seconds (extract(epoch …), which
 // lib/pagination/timestamps.ts selects) as RFC 3339 UTC with six fractional digits. Here, below lib/, because
-// the seed prints its rows' timestamps the way the service prints its items' (db/ never imports lib/).
+// the seed prints its rows' timestamps the way the service prints its items' (db/ never imports lib/); and
+// timestampText, PostgreSQL's own printing of the same form, for the operator API (lib/ratelimit, which does
+// not import lib/pagination).
+import type { SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 
 /**
  * Where formatEpoch writes: the separators in place, the digits written over at each call, then read out as
@@ -77,4 +82,12 @@ export function formatEpoch(text: string): string | undefined {
   put(17, second % 60, 2);
   put(20, micros, 6);
   return PRINTED.toString('latin1');
+}
+
+/**
+ * RFC 3339 UTC with exactly six fractional digits, formatted by PostgreSQL (no JS Date). The operator API's
+ * few timestamps use it; collection items print theirs with formatEpoch, which costs PostgreSQL less.
+ */
+export function timestampText(column: AnyPgColumn | SQL): SQL {
+  return sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 }

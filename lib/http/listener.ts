@@ -8,7 +8,7 @@ import type { Refused } from './refused.ts';
 import { requestIdOf } from './request-id.ts';
 import { HEALTH_CHECK_HOST, hostProblem, repeatedHostProblem, servedWithoutHost, targetProblem } from './target.ts';
 
-/** What the server serves: the app's `fetch`, and where it records the requests answered before it (lib/http/app.ts). */
+/** What the server serves: the app's `fetch`, and where it records the requests answered before it (lib/service/app.ts). */
 export type Served = Pick<Hono, 'fetch'> & { readonly refused?: Refused };
 
 /** A node:http server that serves `app` (a Hono app, or anything with its `fetch`); not yet listening. */

@@ -15,7 +15,7 @@ export interface SortKey {
 
 /**
  * What a request costs, in allowance units (docs/rate-limit.md, "Cost";
- * lib/ratelimit/cost.ts applies it). A unit is about a millisecond of database time: one unit per
+ * lib/pagination/price.ts applies it). A unit is about a millisecond of database time: one unit per
  * started `itemsPerUnit` items of the chunk, plus one per whole `countedPerUnit` rows a count reads,
  * plus what the sort makes PostgreSQL read before the chunk: the rows an offset skips, and the whole
  * filtered set when no index serves the sort's first key.

@@ -43,7 +43,7 @@ export interface ReadQuery {
 /**
  * Picks the variant, checks what every variant shares (the parameters it takes, the filters, the sort), then
  * what the variant reads itself. A 400 (ApiError) on anything wrong. The handler serves the plan this
- * returns, and the cost rule charges it (lib/ratelimit/cost.ts).
+ * returns, and the cost rule charges it (lib/pagination/price.ts).
  */
 export function readQuery(collection: Collection, params: QueryParams, cursorSecret: string): ReadQuery {
   const { variant: name, cursor } = selectVariant(collection, params, cursorSecret);

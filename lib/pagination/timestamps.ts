@@ -6,14 +6,6 @@ import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { invalidParameter } from '../http/errors.ts';
 
 /**
- * RFC 3339 UTC with exactly six fractional digits, formatted by PostgreSQL (no JS Date). The operator API's
- * few timestamps use it; collection items print theirs with formatEpoch, which costs PostgreSQL less.
- */
-export function timestampText(column: AnyPgColumn | SQL): SQL {
-  return sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-}
-
-/**
  * What an item selects for a timestamp: its seconds since 1970-01-01T00:00:00Z as an exact decimal with six
  * fractional digits ("1735689600.123456", "-62135596800.000000"; PostgreSQL 14 and later), which formatEpoch
  * (db/timestamps.ts) prints. Unlike the timestamptz text, it does not depend on the session's TimeZone or DateStyle.

@@ -32,7 +32,7 @@ export interface ChunkRequest extends QueryRequest {
   readonly href: ReturnType<typeof linkBuilder>;
 }
 
-/** What a chunk makes PostgreSQL read: what the cost rule charges (lib/ratelimit/cost.ts). */
+/** What a chunk makes PostgreSQL read: what the cost rule charges (lib/pagination/price.ts). */
 export interface Reading {
   readonly pageSize: number;
   /** How the chunk is counted ('none' for the keyset variants). */

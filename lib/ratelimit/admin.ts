@@ -3,10 +3,10 @@ import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import { apiKeys, rateTiers } from '../../db/schema.ts';
+import { timestampText } from '../../db/timestamps.ts';
 import { requireAdminToken } from '../http/bearer.ts';
 import { limitBody, readJson, validate } from '../http/body.ts';
 import { ApiError, invalidParameter, methodNotAllowed } from '../http/errors.ts';
-import { timestampText } from '../pagination/timestamps.ts';
 import type { KeyStore } from './key-store.ts';
 
 const TIER_NAME = /^[a-z][a-z0-9_-]{0,39}$/;

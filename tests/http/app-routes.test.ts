@@ -59,7 +59,7 @@ t.test('POST /v1/keys is the only method on /v1/keys', async (t) => {
 
 t.test("every route suits Hono's RegExpRouter, so that no request falls back to the slower TrieRouter", async (t) => {
   // Hono's SmartRouter picks its router at the first request: a fixed path beside a parameter at the same
-  // place (`/v1/keys` beside `/v1/:collection`) makes it fall back (lib/http/app.ts).
+  // place (`/v1/keys` beside `/v1/:collection`) makes it fall back (lib/service/app.ts).
   for (const rateLimit of [false, true]) {
     const { app, request } = await testApp(t, { rateLimit });
     t.equal((await request('/v1/products?limit=1')).status, 200);
