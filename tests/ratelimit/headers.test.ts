@@ -4,11 +4,11 @@ import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 import { limits, setTier } from '../helpers/limiter.ts';
 
-// Paths of the demo products collection by cost (CostRule 50 items per unit, +1 for an exact count).
+// Paths of the demo products collection by cost (CostRule 50 items per unit, +1 per 10,000 rows skipped along the primary key).
 const pathOfCost: Record<number, string> = {
   1: '/v1/products?count=none&limit=20',
   2: '/v1/products?count=none&limit=100',
-  3: '/v1/products?limit=100',
+  3: '/v1/products?count=none&limit=100&offset=10000',
 };
 
 type Action =
