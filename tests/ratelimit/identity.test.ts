@@ -2,8 +2,6 @@
 import t from 'tap';
 import { seedTable } from '../../db/seed.ts';
 import type { TrustProxy } from '../../lib/http/forwarding.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
-import { requestCost } from '../../lib/pagination/price.ts';
 import { addressSubject, clientSubject, parseAuthorization } from '../../lib/ratelimit/identity.ts';
 import { ADMIN_TOKEN, type TestApp, testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
@@ -84,33 +82,6 @@ t.test('Authorization: only "Bearer <well-formed key>" is a key; anything else i
   ]) {
     t.equal(parseAuthorization(header).kind, 'malformed', JSON.stringify(header));
   }
-});
-
-t.test('cost: by page size, leniently; malformed costs 1', async (t) => {
-  const products = demoRegistry().get('products')!;
-  const orders = demoRegistry().get('orders')!;
-  const cases: [string, number][] = [
-    ['', 1], // 20 items (1 unit); no count priced without an estimate
-    ['count=none', 1],
-    ['count=estimated&limit=100', 2],
-    ['limit=100', 2],
-    ['limit=51&offset=10', 2],
-    ['limit=50', 1],
-    ['page=3&page-size=100', 2],
-    ['page-size=100', 2], // the keyset variant: no count
-    ['cursor=abc&page-size=100', 1], // a cursor the service did not sign is a 400
-    ['limit=abc', 1],
-    ['limit=0', 1],
-    ['limit=101', 1],
-    ['limit=1&limit=2', 1],
-    ['limit=10&page-size=10', 1],
-    ['count=maybe', 1],
-    ['%zz', 1],
-  ];
-  for (const [query, cost] of cases) t.equal(requestCost(products, query, 'x'.repeat(32)), cost, query);
-  t.equal(requestCost(orders, '', 'x'.repeat(32)), 1, 'orders: cursor by default, no count');
-  t.equal(requestCost(orders, 'page-size=100', 'x'.repeat(32)), 2);
-  t.equal(requestCost(undefined, 'limit=100', 'x'.repeat(32)), 1);
 });
 
 t.test('Remaining goes down by the cost; a request never costs more than the allowance', async (t) => {

@@ -1,3 +1,5 @@
+// The cost rule (lib/pagination/price.ts) without a database: every parameter and pair, mixes, sizes, and the
+// arithmetic case by case; a 400 costs 1, a chunk what the handler serves.
 import fc from 'fast-check';
 import t from 'tap';
 import { products } from '../../db/schema.ts';
@@ -6,7 +8,7 @@ import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
 import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { parseQueryString } from '../../lib/pagination/params.ts';
 import { requestCost } from '../../lib/pagination/price.ts';
-import { type Collection, defineCollection } from '../../lib/pagination/registry.ts';
+import { type Collection, type CollectionDeclaration, defineCollection } from '../../lib/pagination/registry.ts';
 import { readQuery } from '../../lib/pagination/serve.ts';
 
 const SECRET = 'cost-unit-secret-0123456789abcdefghij';
@@ -294,4 +296,116 @@ t.test('sizes are charged as they are served: leading zeros change nothing', asy
   t.equal(requestCost(products, 'limit=100', SECRET), 2, 'and the plain one costs its size: 2 for 100 items');
   t.equal(requestCost(registry.get('orders')!, 'page-size=0100', SECRET), 2);
   t.equal(requestCost(undefined, 'limit=100', SECRET), 1, 'no collection: 1');
+});
+
+// The rule's arithmetic, case by case (docs/rate-limit.md, "Cost", "Counts").
+const demo = demoRegistry();
+const productsCollection = demo.get('products')!;
+const RULE_SECRET = 'x'.repeat(32);
+
+function cursorOf(payload: Record<string, unknown>): string {
+  return encodeCursor(RULE_SECRET, { v: 'cursor', c: 'products', f: [], ...payload });
+}
+
+t.test('offsets cost one unit per whole 1,000 rows skipped along an index, 10,000 along the primary key', async (t) => {
+  const cases: [string, number][] = [
+    ['', 1], // 20 items (1), nothing skipped; the count is priced by its estimate (none here)
+    ['count=none&offset=9999', 1], // along the primary key: under 10,000 rows is free
+    ['count=none&offset=10000', 2],
+    ['offset=999000', 100], // 1 + 99
+    ['count=none&sort=name&offset=999', 1],
+    ['count=none&sort=name&offset=1000', 2],
+    ['sort=-priceCents,name&offset=999000&count=none', 1000], // the storm of issue 11: 1 + 999
+    ['sort=-createdAt&offset=100000&limit=100&count=estimated', 102],
+    ['page=500&page-size=100&count=none&sort=name', 52], // offset 50,000: 2 + 50
+    ['page=500&page-size=100', 7], // offset 50,000 along id: 2 + 5
+    ['limit=51&offset=10', 2], // small offsets cost what they did
+    ['page=3&page-size=100', 2],
+    ['count=none&offset=9007199254740991&sort=name', 2 ** 31 - 1], // within rate_decide's int, capped there
+  ];
+  for (const [query, cost] of cases) t.equal(requestCost(productsCollection, query, RULE_SECRET), cost, query);
+});
+
+t.test('a count costs one unit per whole 5,000 rows it reads, priced from the planner estimate', async (t) => {
+  const cases: [string, number, number][] = [
+    ['count=exact', 1_000_000, 1 + 200], // an exact count reads the whole filtered set
+    ['count=exact', 4_999, 1],
+    ['count=exact&limit=100', 50_000, 2 + 10],
+    ['', 1_000_000, 1], // the default: over the threshold, the estimate, which reads no rows
+    ['', 10_000, 1], // at the threshold: the estimate
+    ['', 9_999, 1 + 1], // under it: counted, at most 10,000 rows
+    ['count=estimated', 1_000_000, 1],
+    ['count=none', 1_000_000, 1],
+    ['page=2&page-size=100&count=exact', 250_000, 2 + 50],
+  ];
+  for (const [query, estimate, cost] of cases)
+    t.equal(requestCost(productsCollection, query, RULE_SECRET, estimate), cost, `${query} of ${estimate}`);
+});
+
+t.test('keyset chunks skip nothing: their cost does not grow with depth', async (t) => {
+  const deep = cursorOf({ s: '-priceCents,name,id', k: [100, 'Amber Anvil 1', 999_000] });
+  t.equal(requestCost(productsCollection, 'page-size=20&sort=-priceCents,name', RULE_SECRET), 1);
+  t.equal(requestCost(productsCollection, `page-size=100&cursor=${deep}`, RULE_SECRET), 2);
+  t.equal(requestCost(demo.get('orders')!, 'page-size=100', RULE_SECRET), 2);
+  t.equal(requestCost(demo.get('events')!, 'before=2025-06-01T00:00:00Z', RULE_SECRET), 1);
+  t.equal(requestCost(demo.get('events')!, 'since_id=900000&page-size=100', RULE_SECRET), 2);
+});
+
+t.test('a malformed query still costs 1, whatever it asks for', async (t) => {
+  for (const query of [
+    'offset=-1',
+    'offset=abc',
+    'offset=9007199254740992',
+    'count=none&sort=nope&offset=999000',
+    'sort=name,name&offset=999000',
+    'page=9007199254740991&page-size=100',
+    'limit=101&offset=999000',
+    'count=maybe&offset=999000',
+    'offset=999000&offset=1',
+    '%zz',
+  ]) {
+    t.equal(requestCost(productsCollection, query, RULE_SECRET), 1, query);
+  }
+  // orders and events offer no offset or page variant: such a request is a 400, not a deep read.
+  for (const query of ['offset=999000', 'page=9990&page-size=100', 'limit=100']) {
+    t.equal(requestCost(demo.get('orders')!, query, RULE_SECRET), 1, `orders?${query}`);
+    t.equal(requestCost(demo.get('events')!, query, RULE_SECRET), 1, `events?${query}`);
+  }
+});
+
+const withUnindexedName: CollectionDeclaration = {
+  name: 'unindexed',
+  table: products,
+  fields: { id: { column: products.id, type: 'bigint' }, name: { column: products.name, type: 'text' } },
+  variants: ['offset', 'cursor'],
+  defaultVariant: 'offset',
+  filters: {},
+  sortKeys: ['id', 'name'],
+  defaultSort: 'id',
+  pageSize: { default: 20, max: 100 },
+  cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 }, unindexedSort: 250 },
+};
+
+t.test('a sort whose first key has no index costs the declared surcharge, in every variant', async (t) => {
+  const collection = defineCollection(withUnindexedName);
+  t.equal(requestCost(collection, '', RULE_SECRET), 1, 'the default order has an index');
+  t.equal(requestCost(collection, 'count=none&sort=name', RULE_SECRET), 251);
+  t.equal(requestCost(collection, 'count=none&sort=-name,id&offset=50000', RULE_SECRET), 256, 'the offset as along the slowest index');
+  t.equal(requestCost(collection, 'count=none&sort=id,name&offset=50000', RULE_SECRET), 6, 'only the first key decides');
+  t.equal(requestCost(collection, 'page-size=20&sort=-name', RULE_SECRET), 251, 'cursor variant, first chunk');
+  const cursor = encodeCursor(RULE_SECRET, { v: 'cursor', c: 'unindexed', s: 'name,id', f: [], k: ['x', 1] });
+  t.equal(requestCost(collection, `page-size=20&cursor=${cursor}`, RULE_SECRET), 251, 'cursor variant, later chunks');
+});
+
+t.test('a declaration must price every order it offers', async (t) => {
+  const { unindexedSort: _, ...costWithout } = withUnindexedName.cost;
+  t.throws(() => defineCollection({ ...withUnindexedName, cost: costWithout }), {
+    message: 'Invalid collection unindexed: name has no index declared in its cost rule, so the rule needs a positive unindexedSort',
+  });
+  t.throws(() => defineCollection({ ...withUnindexedName, cost: { ...withUnindexedName.cost, indexed: { id: 0 } } }), {
+    message: 'Invalid collection unindexed: cost of the index on id must be a positive whole number of rows',
+  });
+  t.throws(() => defineCollection({ ...withUnindexedName, cost: { ...withUnindexedName.cost, indexed: { nope: 10 } } }), {
+    message: 'Invalid collection unindexed: cost of an index on unknown field nope',
+  });
 });
