@@ -92,7 +92,8 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     // charged then, least of all the proxy, whose address every client behind it shares.
     const address = clientSubject(remoteAddress(c), c.req.header('x-forwarded-for'), trustProxy);
     const credential = registration ? { kind: 'none' as const } : parseAuthorization(c.req.header('authorization'));
-    const charge = await priceOf(c);
+    const priced = priceOf(c);
+    const charge = priced instanceof Promise ? await priced : priced;
     const cost = charge.units;
     c.set('cost', cost); // for the request's log line
     const asked = performance.now();

@@ -19,19 +19,21 @@ const ONE_UNIT: Charge = { units: 1, sending: 1 };
  * reading, then settled at the rows the count read (docs/rate-limit.md, "Counts").
  */
 export function collectionCharge(registry: Registry, reads: Database, cursorSecret: string) {
-  return async function charge(c: Context): Promise<Charge> {
+  // Synchronous unless a count needs the planner: a request waits for no more turns of the event loop than
+  // its own statements take.
+  return function charge(c: Context): Charge | Promise<Charge> {
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') return ONE_UNIT;
     const target = apiTarget(c.req.path);
     const collection = target.kind === 'named' ? registry.get(target.name) : undefined;
     if (collection === undefined) return ONE_UNIT;
-    let read = readCollectionQuery(collection, rawQueryOf(c.req.url), cursorSecret);
-    if (needsEstimate(read)) {
-      const estimate = await estimateItems(reads, collection, read.request.filters);
-      read = { ...read, plan: { ...read.plan, estimate } };
-    }
-    c.set('collectionQuery', { collection, read });
-    const price = queryPrice(collection, read);
-    return { units: price.units, sending: price.sending, settle: () => countSettlement(price, c.get('counted')) };
+    const read = readCollectionQuery(collection, rawQueryOf(c.req.url), cursorSecret);
+    const priced = (query: typeof read): Charge => {
+      c.set('collectionQuery', { collection, read: query });
+      const price = queryPrice(collection, query);
+      return { units: price.units, sending: price.sending, settle: () => countSettlement(price, c.get('counted')) };
+    };
+    if (!needsEstimate(read)) return priced(read);
+    return estimateItems(reads, collection, read.request.filters).then((estimate) => priced({ ...read, plan: { ...read.plan, estimate } }));
   };
 }
 
