@@ -3,6 +3,7 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
 import packageJson from '../../package.json' with { type: 'json' };
+import { KEYS, collectionPath as pathOf, ROUTES } from '../http/routes.ts';
 import type { Collection, Registry } from '../pagination/registry.ts';
 import { keyBody, keyParams, tierBody, tierParams } from '../ratelimit/admin.ts';
 import { KEY_PATTERN } from '../ratelimit/identity.ts';
@@ -95,7 +96,7 @@ function headOf(get: Schema, path: string): Schema {
       return [status, rest];
     }),
   );
-  const charged = path.startsWith('/v1') ? ', and is charged what the GET would be' : '';
+  const charged = path.startsWith(ROUTES.index) ? ', and is charged what the GET would be' : '';
   return {
     ...get,
     operationId: `${get.operationId}_head`,
@@ -185,7 +186,7 @@ function adminPaths(): Record<string, Schema> {
   });
   const body = (schema: v.GenericSchema) => ({ required: true, content: { 'application/json': { schema: jsonSchema(schema) } } });
   return {
-    '/admin/tiers': {
+    [`${ROUTES.admin}/tiers`]: {
       get: {
         operationId: 'list_tiers',
         tags,
@@ -203,7 +204,7 @@ function adminPaths(): Record<string, Schema> {
         },
       },
     },
-    '/admin/tiers/{name}': {
+    [`${ROUTES.admin}/tiers/{name}`]: {
       put: {
         operationId: 'put_tier',
         tags,
@@ -222,7 +223,7 @@ function adminPaths(): Record<string, Schema> {
         },
       },
     },
-    '/admin/keys/{id}': {
+    [`${ROUTES.admin}/keys/{id}`]: {
       patch: {
         operationId: 'move_key',
         tags,
@@ -279,7 +280,7 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
   };
 
   const paths: Record<string, Schema> = {
-    '/': {
+    [ROUTES.root]: {
       get: {
         operationId: 'root',
         tags: ['service'],
@@ -296,7 +297,7 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
         },
       },
     },
-    '/v1': {
+    [ROUTES.index]: {
       get: {
         operationId: 'index',
         tags: ['collections'],
@@ -314,8 +315,8 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       },
     },
   };
-  for (const collection of collections) paths[`/v1/${collection.name}`] = collectionPath(collection);
-  paths['/v1/keys'] = {
+  for (const collection of collections) paths[pathOf(collection.name)] = collectionPath(collection);
+  paths[pathOf(KEYS)] = {
     post: {
       operationId: 'issue_key',
       tags: ['keys'],
@@ -347,7 +348,7 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
     },
   };
   Object.assign(paths, adminPaths());
-  paths['/healthz'] = {
+  paths[ROUTES.health] = {
     get: {
       operationId: 'healthz',
       tags: ['service'],
@@ -364,7 +365,7 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       },
     },
   };
-  paths['/readyz'] = {
+  paths[ROUTES.ready] = {
     get: {
       operationId: 'readyz',
       tags: ['service'],
@@ -384,7 +385,7 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       },
     },
   };
-  paths['/metrics'] = {
+  paths[ROUTES.metrics] = {
     get: {
       operationId: 'metrics',
       tags: ['operator'],
