@@ -71,7 +71,9 @@ const refused: { name: string; request: string; status: number; part: string | u
   { name: 'a bad method', request: 'G@T /v1 HTTP/1.1\r\nHost: x\r\n\r\n', status: 400, part: 'method' },
   {
     name: 'a bad chunk size',
-    request: 'POST /v1/keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    // Its headers are sound, so the app may begin it before the body fails: another path than those refused
+    // before the app, which must leave no request line.
+    request: 'POST /v1/chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
     status: 400,
     part: 'body',
   },
@@ -148,7 +150,11 @@ t.test('each refused request: one log line with the id it was answered with, and
     t.same(Object.keys(line).sort(), ['code', 'hostname', 'level', 'msg', 'outcome', 'pid', 'reason', 'reqId', 'status', 'time']);
   // Nothing of what was sent: neither the request line nor a header.
   for (const sent of ['G@T', 'Bad Header', 'aaaaaaaaaa', 'chunked']) t.notOk(server.output().includes(sent), `${sent} is in no line`);
-  t.equal(logLines(server.output()).filter((line) => line.path === '/v1/keys').length, 0, 'and no request line of the app besides');
+  t.equal(
+    logLines(server.output()).filter((line) => line.path === '/v1/keys').length,
+    0,
+    'and no request line of the app for those refused before it',
+  );
 
   const res = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
   const families = new Map(parsePrometheusTextFormat(await res.text()).map((family) => [family.name, family]));
