@@ -60,17 +60,14 @@ export function countSettlement(price: Price, counted: number | undefined): numb
  * per started `itemsPerUnit` items of the page size asked for, plus one per whole `countedPerUnit` rows a
  * count reads, plus one per whole `indexed[key]` rows an offset skips along the index of the order's first
  * key, plus `unindexedSort` when that key has no index; 1 unit for a query the handler refuses. A count is
- * priced from `estimate`, the planner's estimate of the filtered set (needsEstimate): an exact count reads
+ * priced from the plan's `estimate`, the planner's estimate of the filtered set (needsEstimate): an exact count reads
  * them all, the default one only those under the collection's threshold. The cap at the tier's whole
  * allowance is applied by the database, which knows the tier.
  */
-export function queryPrice(
-  collection: Collection,
-  read: ReadQuery | ApiError,
-  estimate = read instanceof ApiError ? 0 : (read.plan.estimate ?? 0),
-): Price {
+export function queryPrice(collection: Collection, read: ReadQuery | ApiError): Price {
   if (read instanceof ApiError) return REFUSED;
   const { cost, countThreshold } = collection;
+  const estimate = read.plan.estimate ?? 0;
   const sending = Math.ceil(read.plan.pageSize / cost.itemsPerUnit);
   const { count } = read.plan;
   const rows = count === 'exact' || (count === 'auto' && estimate < countThreshold) ? estimate : 0;
@@ -81,7 +78,9 @@ export function queryPrice(
 
 /** The units a collection query costs (queryPrice), read from its raw query string: what tests and the bench ask. */
 export function requestCost(collection: Collection | undefined, rawQuery: string, cursorSecret: string, estimate?: number): number {
-  return collection ? queryPrice(collection, readCollectionQuery(collection, rawQuery, cursorSecret), estimate ?? 0).units : 1;
+  if (!collection) return 1;
+  const read = readCollectionQuery(collection, rawQuery, cursorSecret);
+  return queryPrice(collection, read instanceof ApiError ? read : { ...read, plan: { ...read.plan, estimate } }).units;
 }
 
 /** The units that pay for what PostgreSQL reads beyond the items and the count: the rows skipped, a sort. */

@@ -25,7 +25,7 @@ export interface Charge {
 }
 
 /** What a request costs when its caller says nothing: 1 unit, which a 304 gives back. */
-const ONE_UNIT: Charge = { units: 1, sending: 1 };
+export const ONE_UNIT: Charge = { units: 1, sending: 1 };
 
 export interface LimiterOptions {
   /** The socket's address; the default reads @hono/node-server's connection info (none under app.request). */

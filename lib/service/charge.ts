@@ -7,10 +7,7 @@ import { estimateItems } from '../pagination/count.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import { countSettlement, needsEstimate, queryPrice, readCollectionQuery } from '../pagination/price.ts';
 import type { Registry } from '../pagination/registry.ts';
-import type { Charge } from '../ratelimit/middleware.ts';
-
-/** Anything that is not a GET or HEAD of a collection (the index, a 404, a 405, POST /v1/keys): 1 unit. */
-const ONE_UNIT: Charge = { units: 1, sending: 1 };
+import { type Charge, ONE_UNIT } from '../ratelimit/middleware.ts';
 
 /**
  * The limiter's `charge`: a collection query's reading (or the 400 it answers) is set as the context
@@ -22,6 +19,7 @@ export function collectionCharge(registry: Registry, reads: Database, cursorSecr
   // Synchronous unless a count needs the planner: a request waits for no more turns of the event loop than
   // its own statements take.
   return function charge(c: Context): Charge | Promise<Charge> {
+    // Anything that is not a GET or HEAD of a collection (the index, a 404, a 405, POST /v1/keys): 1 unit.
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') return ONE_UNIT;
     const target = apiTarget(c.req.path);
     const collection = target.kind === 'named' ? registry.get(target.name) : undefined;
