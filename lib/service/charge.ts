@@ -2,6 +2,7 @@
 // limiter's decision, and priced by its collection's cost rule; its reading goes on to the handler.
 import type { Context } from 'hono';
 import type { Database } from '../../db/client.ts';
+import { withTimeout } from '../http/deadline.ts';
 import { apiTarget } from '../http/routes.ts';
 import { estimateItems } from '../pagination/count.ts';
 import { rawQueryOf } from '../pagination/params.ts';
@@ -31,7 +32,9 @@ export function collectionCharge(registry: Registry, reads: Database, cursorSecr
       return { units: price.units, sending: price.sending, settle: () => countSettlement(price, c.get('counted')) };
     };
     if (!needsEstimate(read)) return priced(read);
-    return estimateItems(reads, collection, read.request.filters).then((estimate) => priced({ ...read, plan: { ...read.plan, estimate } }));
+    // Bounded like the chunk's own queries: a connection that stopped answering is a 503, not a hang.
+    const estimated = withTimeout(estimateItems(reads, collection, read.request.filters), reads.queryDeadlineMs);
+    return estimated.then((estimate) => priced({ ...read, plan: { ...read.plan, estimate } }));
   };
 }
 
