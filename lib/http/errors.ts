@@ -2,6 +2,7 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { requestIdOf } from './request-id.ts';
+import { mergeHeaders, type PendingHeaders, takeResponseHeaders } from './response-headers.ts';
 
 /** Every error code of the public contract, with its status (docs/api.md, "Error codes"). */
 export const errorStatus = {
@@ -63,7 +64,12 @@ export class ApiError extends Error {
   readonly options: ApiErrorOptions;
   readonly status: number;
   constructor(code: ErrorCode, detail: string, options: ApiErrorOptions = {}) {
+    // No stack: an ApiError is an answer to a client (a 429, a 400), never a fault to trace, and capturing a
+    // stack cost each declined request more than its problem body. A fault keeps its own stack (onError).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(detail);
+    Error.stackTraceLimit = limit;
     this.code = code;
     this.detail = detail;
     this.options = options;
@@ -120,13 +126,20 @@ function problemHeaders(error: ApiError): Record<string, string> {
   return challenge === undefined ? own : { 'www-authenticate': challenge, ...own };
 }
 
-/** An error's answer; `headers`: what the answer already had (the rate-limit headers, say). */
-export function problemResponse(error: ApiError, requestId: string, headers?: Headers): Response {
-  const responseHeaders = new Headers(headers);
-  responseHeaders.set('content-type', 'application/problem+json');
-  responseHeaders.set('x-request-id', requestId);
-  for (const [name, value] of Object.entries(problemHeaders(error))) responseHeaders.set(name, value);
-  return new Response(problemBody(error, requestId), { status: error.status, headers: responseHeaders });
+/**
+ * An error's answer. `before`: the headers of an answer made before the error; `pending`: those gathered for
+ * the answer (lib/http/response-headers.ts), written last, as on any other answer. Made with a plain header
+ * record, which @hono/node-server sends as it is: a Headers object would cost a 429 as much as its decision.
+ */
+export function problemResponse(error: ApiError, requestId: string, before?: Headers, pending?: PendingHeaders): Response {
+  const headers: Record<string, string> = {};
+  if (before !== undefined) for (const [name, value] of before) headers[name] = value;
+  headers['content-type'] = 'application/problem+json';
+  headers['x-request-id'] = requestId;
+  const own = problemHeaders(error);
+  for (const name in own) headers[name] = own[name]!;
+  mergeHeaders(headers, pending);
+  return new Response(problemBody(error, requestId), { status: error.status, headers });
 }
 
 /** The 503 of a database that is away or too slow: the client may try again in a second. */
@@ -137,19 +150,21 @@ export function unavailable(): ApiError {
 /** The one error handler: our errors, Hono's HTTP exceptions, anything else (logged, generic 500). */
 export function onError(log: (error: unknown, c: Context) => void) {
   return function handleError(error: Error, c: Context): Response {
-    const headers = c.res?.headers;
+    // An answer made before the error keeps its headers; none made, none asked for (`c.res` would make one).
+    const headers = c.finalized ? c.res.headers : undefined;
+    const pending = takeResponseHeaders(c);
     // Set by the request id middleware, which runs first (lib/http/request-id.ts).
     const id = c.get('requestId') ?? requestIdOf(undefined);
-    if (error instanceof ApiError) return problemResponse(error, id, headers);
+    if (error instanceof ApiError) return problemResponse(error, id, headers, pending);
     if (error instanceof HTTPException && error.status < 500) {
       const code: ErrorCode = error.status === 404 ? 'not_found' : 'invalid_parameter';
-      return problemResponse(new ApiError(code, error.message || 'Bad request'), id, headers);
+      return problemResponse(new ApiError(code, error.message || 'Bad request'), id, headers, pending);
     }
     if (isDatabaseUnavailable(error)) {
-      return problemResponse(unavailable(), id, headers);
+      return problemResponse(unavailable(), id, headers, pending);
     }
     log(error, c);
-    return problemResponse(new ApiError('internal_error', 'Internal error'), id, headers);
+    return problemResponse(new ApiError('internal_error', 'Internal error'), id, headers, pending);
   };
 }
 
