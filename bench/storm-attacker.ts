@@ -14,7 +14,8 @@ let stop = false;
 const served: Record<string, Record<number, number>> = {};
 
 async function attacker(key: string, name: string): Promise<void> {
-  const counts = (served[name] ??= {});
+  const counts: Record<number, number> = {};
+  served[name] = counts;
   while (!stop) {
     try {
       const res = await fetch(`${origin}${path}`, { headers: { authorization: `Bearer ${key}` } });

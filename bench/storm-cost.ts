@@ -123,7 +123,7 @@ console.log(`alone: the storm request ${describe(alone)}, ${Math.round(perReques
 
 // The storm keys from a process of their own (bench/storm-attacker.ts says why), 8 loops each.
 const storm = spawn(process.execPath, ['--import', 'tsx', 'bench/storm-attacker.ts', base, STORM, '8', ...stormKeys], {
-  cwd: import.meta.dirname + '/..',
+  cwd: `${import.meta.dirname}/..`,
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 let printed = '';
