@@ -14,7 +14,8 @@ let stop = false;
 const served: Record<string, Record<number, number>> = {};
 
 async function attacker(key: string, name: string): Promise<void> {
-  const counts: Record<number, number> = {};
+  // The loops of one key count together.
+  const counts = served[name] ?? {};
   served[name] = counts;
   while (!stop) {
     try {
