@@ -42,18 +42,64 @@ function valuesOf(collection: Collection, filters: readonly Filter[]): Record<st
 }
 
 /**
+ * How long an instance keeps a planner's estimate, per collection, filter shape and values, and how many it
+ * keeps. The estimate moves only with the statistics (ANALYZE) and the table's size in pages, so a second's
+ * old one is as good; kept, it spares the limiter's price of a count a round trip on every request, which is
+ * what a storm of declined requests was made of (docs/rate-limit.md, "Counts"). Estimates asked for at once
+ * share one EXPLAIN.
+ */
+const ESTIMATE_KEPT_MS = 1000;
+const ESTIMATES_KEPT = 1000;
+
+interface KeptEstimate {
+  readonly until: number;
+  readonly estimate: Promise<number>;
+}
+
+/** Per database (a replica's statistics are its own), in the order they were asked for. */
+const keptEstimates = new WeakMap<Database, Map<string, KeptEstimate>>();
+
+/**
  * The planner's row estimate of the filtered set: a prepared EXPLAIN, which PostgreSQL plans for the values
  * on every call (the estimate depends on them: PostgREST's "planned" count), parsing it once per connection.
- * Fast at any size: it reads statistics, no rows.
+ * Fast at any size: it reads statistics, no rows. Kept for ESTIMATE_KEPT_MS.
  */
-export async function estimateItems(database: Database, collection: Collection, filters: readonly Filter[]): Promise<number> {
-  const { drizzle } = database;
+export function estimateItems(database: Database, collection: Collection, filters: readonly Filter[]): Promise<number> {
+  const values = valuesOf(collection, filters);
   const key = `${collectionKey(collection)}|estimate|${filtersKey(filters)}`;
+  let kept = keptEstimates.get(database);
+  if (kept === undefined) {
+    kept = new Map();
+    keptEstimates.set(database, kept);
+  }
+  const keptKey = `${key}|${JSON.stringify(values)}`;
+  const now = performance.now();
+  const hit = kept.get(keptKey);
+  if (hit !== undefined && hit.until > now) return hit.estimate;
+  kept.delete(keptKey);
+  if (kept.size >= ESTIMATES_KEPT) kept.delete(kept.keys().next().value!);
+  const estimate = planRows(database, collection, filters, key, values);
+  kept.set(keptKey, { until: now + ESTIMATE_KEPT_MS, estimate });
+  // A failed EXPLAIN is not kept: the next request asks again.
+  estimate.catch(() => {
+    if (kept.get(keptKey)?.estimate === estimate) kept.delete(keptKey);
+  });
+  return estimate;
+}
+
+async function planRows(
+  database: Database,
+  collection: Collection,
+  filters: readonly Filter[],
+  key: string,
+  values: Record<string, unknown>,
+): Promise<number> {
+  const { drizzle } = database;
   const shape = shapeOf(database, key, () => {
     const query = drizzle.select({ one: sql`1` }).from(collection.table).where(filterCondition(collection, filters)).toSQL();
     return { toSQL: () => ({ ...query, sql: `explain (format json) ${query.sql}` }) };
   });
-  const [row] = await runShape(database, shape, valuesOf(collection, filters));
+  const [row] = await runShape(database, shape, values);
   const plan = (row?.[0] as [{ Plan: { 'Plan Rows': number } }] | undefined)?.[0]?.Plan;
   return Math.round(plan?.['Plan Rows'] ?? 0);
 }

@@ -82,3 +82,16 @@ t.test('a count the estimate overpriced gives units back; one it underpriced is 
   const next = await api.request('/v1/products?limit=5&count=none', { address: '192.0.2.11' });
   t.equal(limits(next).remaining, 1000 - 6 - 1, 'the next request sees them');
 });
+
+t.test("an instance keeps a planner's estimate for a second, then asks again", async (t) => {
+  const api = await sized(t, 500);
+  const size = async () => (await (await api.request('/v1/products?limit=5&count=estimated')).json()).size as number;
+  const before = await size();
+  t.ok(before >= 400 && before <= 600, `the estimate of 500 rows: ${before}`);
+  await api.database.sql`insert into products (name, category, price_cents, created_at) select 'More ' || i, 'games', i, now() from generate_series(1, 2000) as i`;
+  await api.database.sql`analyze products`;
+  t.equal(await size(), before, 'within the second: the estimate kept, no EXPLAIN sent');
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  const after = await size();
+  t.ok(after >= 2000, `a second later, the statistics' new estimate: ${after}`);
+});
