@@ -54,6 +54,8 @@ const ESTIMATES_KEPT = 1000;
 interface KeptEstimate {
   readonly until: number;
   readonly estimate: Promise<number>;
+  /** Once the EXPLAIN answered: what it said, handed out without a turn of the event loop. */
+  value?: number;
 }
 
 /** Per database (a replica's statistics are its own), in the order they were asked for. */
@@ -62,9 +64,10 @@ const keptEstimates = new WeakMap<Database, Map<string, KeptEstimate>>();
 /**
  * The planner's row estimate of the filtered set: a prepared EXPLAIN, which PostgreSQL plans for the values
  * on every call (the estimate depends on them: PostgREST's "planned" count), parsing it once per connection.
- * Fast at any size: it reads statistics, no rows. Kept for ESTIMATE_KEPT_MS.
+ * Fast at any size: it reads statistics, no rows. Kept for ESTIMATE_KEPT_MS; a kept one that has answered is
+ * returned as a number, so that a request priced by it (lib/service/charge.ts) waits for nothing.
  */
-export function estimateItems(database: Database, collection: Collection, filters: readonly Filter[]): Promise<number> {
+export function estimateItems(database: Database, collection: Collection, filters: readonly Filter[]): number | Promise<number> {
   const values = valuesOf(collection, filters);
   const key = `${collectionKey(collection)}|estimate|${filtersKey(filters)}`;
   let kept = keptEstimates.get(database);
@@ -75,15 +78,21 @@ export function estimateItems(database: Database, collection: Collection, filter
   const keptKey = `${key}|${JSON.stringify(values)}`;
   const now = performance.now();
   const hit = kept.get(keptKey);
-  if (hit !== undefined && hit.until > now) return hit.estimate;
+  if (hit !== undefined && hit.until > now) return hit.value ?? hit.estimate;
   kept.delete(keptKey);
   if (kept.size >= ESTIMATES_KEPT) kept.delete(kept.keys().next().value!);
   const estimate = planRows(database, collection, filters, key, values);
-  kept.set(keptKey, { until: now + ESTIMATE_KEPT_MS, estimate });
-  // A failed EXPLAIN is not kept: the next request asks again.
-  estimate.catch(() => {
-    if (kept.get(keptKey)?.estimate === estimate) kept.delete(keptKey);
-  });
+  const entry: KeptEstimate = { until: now + ESTIMATE_KEPT_MS, estimate };
+  kept.set(keptKey, entry);
+  estimate.then(
+    (value) => {
+      entry.value = value;
+    },
+    // A failed EXPLAIN is not kept: the next request asks again.
+    () => {
+      if (kept.get(keptKey) === entry) kept.delete(keptKey);
+    },
+  );
   return estimate;
 }
 
