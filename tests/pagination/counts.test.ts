@@ -88,7 +88,8 @@ t.test("an instance keeps a planner's estimate for a second, then asks again", a
   const size = async () => (await (await api.request('/v1/products?limit=5&count=estimated')).json()).size as number;
   const before = await size();
   t.ok(before >= 400 && before <= 600, `the estimate of 500 rows: ${before}`);
-  await api.database.sql`insert into products (name, category, price_cents, created_at) select 'More ' || i, 'games', i, now() from generate_series(1, 2000) as i`;
+  await api.database
+    .sql`insert into products (name, category, price_cents, created_at) select 'More ' || i, 'games', i, now() from generate_series(1, 2000) as i`;
   await api.database.sql`analyze products`;
   t.equal(await size(), before, 'within the second: the estimate kept, no EXPLAIN sent');
   await new Promise((resolve) => setTimeout(resolve, 1100));
