@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type autocannon from 'autocannon';
 import type { ServerVariant } from './processes.ts';
-import type { Comparison, Scenario, ScenarioContext } from './scenario-types.ts';
+import type { Comparison, Load, Scenario, ScenarioContext } from './scenario-types.ts';
 
 const PRICE_CHUNK = '/v1/products?page-size=20&sort=priceCents';
 const HUNDRED_ITEMS = '/v1/products?limit=100&count=none';
@@ -66,6 +66,26 @@ export const servers: ServerVariant[] = [
   },
   { name: 'service, LOG_LEVEL=silent, no metrics', entry: 'server.ts', env: { LOG_LEVEL: 'silent' }, readyPath: '/readyz' },
 ];
+
+/**
+ * A key on a tier of one unit an hour, that unit spent: the default request, every answer a 429. Made in the
+ * database (a tier of its own, the key's registration allowed again), so that every round gets a fresh key.
+ */
+async function keyOverItsAllowance({ origin, sql }: ScenarioContext): Promise<Load> {
+  await sql`
+    insert into rate_tiers (name, allowance, window_seconds, concurrency) values ('bench-declined', 1, 3600, 1000)
+    on conflict (name) do update set allowance = 1, window_seconds = 3600, concurrency = 1000`;
+  await sql`delete from rate_windows where subject like 'reg:%'`;
+  const registered = await fetch(`${origin}/v1/keys`, { method: 'POST', body: JSON.stringify({ name: 'bench-declined' }) });
+  if (registered.status !== 201) throw new Error(`POST /v1/keys answered ${registered.status}: ${await registered.text()}`);
+  const { id, key } = (await registered.json()) as { id: string; key: string };
+  await sql`update api_keys set tier = 'bench-declined' where id = ${id}`;
+  const headers = { authorization: `Bearer ${key}` };
+  const spent = await fetch(`${origin}/v1/products`, { headers });
+  await spent.arrayBuffer();
+  if (spent.status !== 200) throw new Error(`The key's one unit: ${spent.status}`);
+  return { path: '/v1/products', headers };
+}
 
 /** The anonymous tier raised directly in the database, for a service with no operator API to ask. */
 async function raiseAnonymous({ sql }: ScenarioContext): Promise<undefined> {
@@ -147,6 +167,9 @@ export const scenarios: Scenario[] = [
       return { path: pathOf(poll), headers: { 'if-none-match': etag } };
     },
   },
+  // A key over its allowance, sending the default request: every answer a 429, what a storm's declined
+  // requests cost the service (docs/rate-limit.md, "The storm it stops, for counts").
+  { name: 'declined: a key over its allowance, 429', server: 'service', expectStatus: 429, setup: keyOverItsAllowance },
   // The service's rate-limited chunk (limiter and concurrency cap on) beside the floor answering the same
   // request with the least work this stack allows: one prepared counter upsert, one prepared keyset select.
   { name: 'sort=priceCents, 32 clients: service', server: 'service', path: PRICE_CHUNK, connections: 32 },
