@@ -1,6 +1,6 @@
 // `tsx bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S]`:
 // a storm against a real server (docs/rate-limit.md, "The storm it stops"). Three free keys send `--query`
-// (default issue 11's deep offset, `sort=-priceCents,name&offset=999000&count=none`) from 8 loops each,
+// (default issue 11's deep offset, `sort=-priceCents,name&offset=999000&count=none`) from 8 connections each,
 // ignoring 429s (a hostile client); a fourth key, on a tier that never declines, sends one cheap chunk every
 // 50 ms, or with `--follow PATH` reads PATH's chunks one at a time without pause, following next links.
 // Prints that client's latency alone and during the storm, what the storm keys were served, the PostgreSQL
@@ -121,7 +121,7 @@ const [alone, aloneMicros] = await cpuOver(() => victim(CALIBRATION_SECONDS * 10
 const perRequest = aloneMicros / Math.max(alone.latencies.length, 1);
 console.log(`alone: the storm request ${describe(alone)}, ${Math.round(perRequest).toLocaleString('en')} µs of PostgreSQL each`);
 
-// The storm keys from a process of their own (bench/storm-attacker.ts says why), 8 loops each.
+// The storm keys from a process of their own (bench/storm-attacker.ts says why), 8 connections each.
 const storm = spawn(process.execPath, ['--import', 'tsx', 'bench/storm-attacker.ts', base, STORM, '8', ...stormKeys], {
   cwd: `${import.meta.dirname}/..`,
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -133,7 +133,9 @@ await new Promise<void>((resolve) =>
     if (printed.startsWith('started\n')) resolve();
   }),
 );
+const attackersBefore = snapshot([storm.pid!]);
 const [[during, ready], stormMicros, stormServer] = await cpuOver(() => Promise.all([victim(seconds * 1000), readyz(seconds * 1000)]));
+const attackersMicros = cpuBetween(attackersBefore, snapshot([storm.pid!]));
 storm.kill('SIGTERM');
 await new Promise((resolve) => storm.once('exit', resolve));
 const served = JSON.parse(printed.slice('started\n'.length)) as Record<string, Record<number, number>>;
@@ -148,7 +150,7 @@ for (const [name, statuses] of Object.entries(served)) {
   );
 }
 console.log(
-  `CPU during the storm (the storm, its 429s, the fourth client): PostgreSQL backends ${perMinute(stormMicros, seconds)}, server process ${perMinute(stormServer, seconds)}`,
+  `CPU during the storm (the storm, its 429s, the fourth client): PostgreSQL backends ${perMinute(stormMicros, seconds)}, server process ${perMinute(stormServer, seconds)}; the storm's own process (its clients, which on this machine share its cores) ${perMinute(attackersMicros, seconds)}`,
 );
 console.log(`/readyz during the storm: ${JSON.stringify(ready)}`);
 await sql.end();
