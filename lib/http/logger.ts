@@ -8,6 +8,10 @@ export type { Logger };
 export const LOG_LEVELS = ['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** How many bytes of lines are buffered before a write, and at most how long a line waits. */
+const LINES_BUFFERED = 4096;
+const LINES_FLUSHED_MS = 100;
+
 export interface LoggerOptions {
   readonly level: LogLevel;
   /** Human-readable lines (a terminal); default: JSON lines. */
@@ -20,10 +24,6 @@ export interface LoggerOptions {
  * A request line reads `GET /v1/products 200 3.1 ms` in a terminal; other lines show their message.
  * pino-pretty's template: `{if key}…{end}` prints only when the line has that field.
  */
-/** How many bytes of lines are buffered before a write, and at most how long a line waits. */
-const LINES_BUFFERED = 4096;
-const LINES_FLUSHED_MS = 100;
-
 const PRETTY_LINE = '{if method}{method} {path} {status} {durationMs} ms {outcome} {subject}{end}{msg}';
 
 const PRETTY_HIDDEN = 'pid,hostname,reqId,method,path,status,durationMs,outcome,subject,cost,tier,code,reason';
