@@ -56,3 +56,20 @@ t.test('a pool connection that stops answering mid-query is a 503 by the deadlin
   t.ok(recovery <= 2_000, `served again within 2 s of the reset, the cap of 1 free again (${recovery} ms)`);
   t.equal(await liveLeases(database.sql), 0, 'no lease left');
 });
+
+t.test('a planner estimate behind a table lock is a 503 by the statement timeout, and is not kept', async (t) => {
+  // A statement timeout well under the second an estimate is kept (lib/pagination/count.ts): a failure kept
+  // like an answer would fail the next default chunk too.
+  const { database, server } = await proxiedService(t, { env: { STATEMENT_TIMEOUT_MS: '200', POOL_TIMEOUT_MS: '1000' } });
+  const lock = await database.sql.reserve();
+  t.teardown(() => lock.release());
+  await lock`begin`;
+  await lock`lock table products in access exclusive mode`;
+  const blocked = await sample(server.url, '/v1/products', 20_000);
+  t.equal(blocked.status, 503, "the default chunk's estimate, priced before the limiter's decision, times out");
+  t.equal(blocked.status === 503 && JSON.parse(blocked.body).code, 'unavailable');
+  await lock`commit`;
+  const next = await sample(server.url, '/v1/products');
+  t.ok(next.done - blocked.sent < 1_000, `within the second the estimate would be kept (${Math.round(next.done - blocked.sent)} ms)`);
+  t.equal(next.status, 200, 'the next request asks the planner again and is served');
+});
