@@ -32,11 +32,11 @@ export function collectionCharge(registry: Registry, reads: Database, cursorSecr
       return { units: price.units, sending: price.sending, settle: () => countSettlement(price, c.get('counted')) };
     };
     if (!needsEstimate(read)) return priced(read);
-    const estimate = estimateItems(reads, collection, read.request.filters);
+    const planned = estimateItems(reads, collection, read.request.filters);
     const withEstimate = (estimate: number) => priced({ ...read, plan: { ...read.plan, estimate } });
-    if (typeof estimate === 'number') return withEstimate(estimate); // kept from an earlier request
+    if (typeof planned === 'number') return withEstimate(planned); // kept from an earlier request
     // Bounded like the chunk's own queries: a connection that stopped answering is a 503, not a hang.
-    return withTimeout(estimate, reads.queryDeadlineMs).then(withEstimate);
+    return withTimeout(planned, reads.queryDeadlineMs).then(withEstimate);
   };
 }
 

@@ -1,7 +1,7 @@
 // CORS over a listening server: preflights answered ahead of the limiter, uncharged and without the database; answers readable cross-origin.
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
-import { chargedUnits } from '../helpers/limiter.ts';
+import { chargedUnits, setTier } from '../helpers/limiter.ts';
 import { listening } from '../helpers/listening.ts';
 
 const EXPOSED =
@@ -96,4 +96,26 @@ t.test('CORS_ORIGINS lists origins: only those get the headers, and answers vary
   t.equal(again.status, 304);
   t.equal(again.headers.get('vary'), 'Origin, Accept-Encoding', 'so does its 304');
   t.equal(again.headers.get('access-control-allow-origin'), 'http://localhost:5173');
+});
+
+t.test('a 429 is readable by the page too: its CORS headers, Vary, request id and Retry-After', async (t) => {
+  const api = await testApp(t, {
+    seed: { products: 3 },
+    rateLimit: true,
+    env: { CORS_ORIGINS: 'https://app.example' },
+  });
+  await setTier(api.database.sql, 'anonymous', { allowance: 1, windowSeconds: 600, concurrency: 4 });
+  const origin = await listening(t, api.app);
+  const headers = { origin: 'https://app.example', 'x-request-id': 'page-429' };
+  t.equal((await fetch(`${origin}/v1/products?limit=1`, { headers })).status, 200);
+  const declined = await fetch(`${origin}/v1/products?limit=1`, { headers });
+  t.equal(declined.status, 429);
+  t.equal(declined.headers.get('content-type'), 'application/problem+json');
+  t.equal(declined.headers.get('access-control-allow-origin'), 'https://app.example');
+  t.equal(declined.headers.get('access-control-expose-headers'), EXPOSED, 'Retry-After and the rate-limit headers exposed');
+  t.equal(declined.headers.get('vary'), 'Origin');
+  t.equal(declined.headers.get('x-request-id'), 'page-429');
+  t.equal((await declined.json()).requestId, 'page-429');
+  t.ok(Number(declined.headers.get('retry-after')) > 0, 'Retry-After');
+  t.equal(declined.headers.get('x-ratelimit-remaining'), '0');
 });
