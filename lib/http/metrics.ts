@@ -1,6 +1,9 @@
-// Prometheus metrics (prom-client): one registry per app, recorded on the request path, served at /metrics.
+// Prometheus metrics (prom-client): one registry per app, served at /metrics. What the request path records is
+// added up here, per label set, and handed to prom-client when /metrics is read: prom-client's own inc() and
+// observe() check and hash the label set at every call, a cost on every request for what is read every few
+// seconds at most.
 import type { Sql } from 'postgres';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
 
 /** What postgres.js tells of its pool, through the service's patch (patches/README.md); absent without it. */
 interface PoolStats {
@@ -42,6 +45,131 @@ export interface Metrics {
   statement(decisions: number): void;
 }
 
+type LabelValue = string | number;
+
+interface Tallied {
+  readonly labels: Record<string, LabelValue>;
+  n: number;
+}
+
+/**
+ * A counter's increments since the last scrape, per label set: found in nested maps, one level per label
+ * (at most three), so that counting allocates nothing once a label set has been seen; its prom-client Counter
+ * takes them when a scrape collects it.
+ */
+class CounterTally {
+  private readonly root = new Map<LabelValue, unknown>();
+  private readonly entries: Tallied[] = [];
+  private readonly names: readonly string[];
+
+  constructor(names: readonly string[]) {
+    this.names = names;
+  }
+
+  /** Hands the counts since the last scrape to `counter` (from its collect(), at a scrape). */
+  drain(counter: Counter<string>): void {
+    for (const entry of this.entries) {
+      if (entry.n === 0) continue;
+      counter.inc(entry.labels, entry.n);
+      entry.n = 0;
+    }
+  }
+
+  /** Counts one under the label values, in the order of the names given at construction. */
+  inc(a: LabelValue, b?: LabelValue, c?: LabelValue): void {
+    const depth = this.names.length;
+    let level = this.root;
+    if (depth > 1) level = this.level(level, a);
+    if (depth > 2) level = this.level(level, b!);
+    const last = depth === 1 ? a : depth === 2 ? b! : c!;
+    let entry = level.get(last) as Tallied | undefined;
+    if (entry === undefined) {
+      const values = [a, b, c];
+      const labels: Record<string, LabelValue> = {};
+      this.names.forEach((name, at) => {
+        labels[name] = values[at]!;
+      });
+      entry = { labels, n: 0 };
+      this.entries.push(entry);
+      level.set(last, entry);
+    }
+    entry.n++;
+  }
+
+  private level(parent: Map<LabelValue, unknown>, value: LabelValue): Map<LabelValue, unknown> {
+    let next = parent.get(value) as Map<LabelValue, unknown> | undefined;
+    if (next === undefined) {
+      next = new Map();
+      parent.set(value, next);
+    }
+    return next;
+  }
+}
+
+/** One label set's observations: a count per bucket (not cumulative), their sum and number. */
+interface Observed {
+  readonly labels: Record<string, string>;
+  readonly counts: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * A histogram kept as plain counts per label set, and read by prom-client's registry as any of its metrics is
+ * (its `get()`), in the same exposition as prom-client's Histogram: cumulative `_bucket` samples up to `+Inf`,
+ * then `_sum` and `_count`. At most one label, whose values are few (a route).
+ */
+class AggregatedHistogram {
+  readonly name: string;
+  readonly help: string;
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly buckets: readonly number[];
+  private readonly label: string | undefined;
+  private readonly sets = new Map<string, Observed>();
+
+  constructor(options: { name: string; help: string; buckets: readonly number[]; label?: string; registry: Registry }) {
+    this.name = options.name;
+    this.help = options.help;
+    this.buckets = options.buckets;
+    this.label = options.label;
+    options.registry.registerMetric(this as never);
+  }
+
+  observe(value: number, labelValue = ''): void {
+    let set = this.sets.get(labelValue);
+    if (set === undefined) {
+      set = { labels: this.label === undefined ? {} : { [this.label]: labelValue }, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+      this.sets.set(labelValue, set);
+    }
+    // The first bucket whose upper bound holds the value; past the last, only +Inf (the count) holds it.
+    let at = 0;
+    while (at < this.buckets.length && value > this.buckets[at]!) at++;
+    if (at < this.buckets.length) set.counts[at]!++;
+    set.sum += value;
+    set.count++;
+  }
+
+  async get(): Promise<Omit<MetricObjectWithValues<MetricValue<string>>, 'collect'>> {
+    const values: MetricValue<string>[] = [];
+    for (const set of this.sets.values()) {
+      let cumulative = 0;
+      this.buckets.forEach((le, at) => {
+        cumulative += set.counts[at]!;
+        values.push({ metricName: `${this.name}_bucket`, labels: { ...set.labels, le }, value: cumulative } as MetricValue<string>);
+      });
+      values.push({ metricName: `${this.name}_bucket`, labels: { ...set.labels, le: '+Inf' }, value: set.count } as MetricValue<string>);
+      values.push({ metricName: `${this.name}_sum`, labels: set.labels, value: set.sum } as MetricValue<string>);
+      values.push({ metricName: `${this.name}_count`, labels: set.labels, value: set.count } as MetricValue<string>);
+    }
+    return { name: this.name, help: this.help, type: 'histogram' as never, values, aggregator: 'sum' };
+  }
+
+  reset(): void {
+    this.sets.clear();
+  }
+}
+
 // Seconds: from a cheap chunk up to a deep offset, and past the query deadline.
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 // A decision is one round trip plus the statements ahead of it, up to its deadline (2.5 s).
@@ -56,18 +184,22 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({
+  const requestCounts = new CounterTally(['route', 'method', 'status']);
+  new Counter({
     name: 'http_requests_total',
     help: 'Requests answered, by route, method and status',
     labelNames: ['route', 'method', 'status'],
     registers,
+    collect() {
+      requestCounts.drain(this);
+    },
   });
-  const duration = new Histogram({
+  const duration = new AggregatedHistogram({
     name: 'http_request_duration_seconds',
     help: 'Time from a request reaching the app to its response, by route',
-    labelNames: ['route'],
+    label: 'route',
     buckets: REQUEST_BUCKETS,
-    registers,
+    registry,
   });
   const refused = new Counter({
     name: 'http_refused_total',
@@ -81,23 +213,27 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
     labelNames: ['cause'],
     registers,
   });
-  const decisions = new Counter({
+  const decisionCounts = new CounterTally(['outcome']);
+  new Counter({
     name: 'ratelimit_decisions_total',
     help: 'Rate-limit decisions, by outcome: ok, rate, concurrency, invalid_key',
     labelNames: ['outcome'],
     registers,
+    collect() {
+      decisionCounts.drain(this);
+    },
   });
-  const decisionSeconds = new Histogram({
+  const decisionSeconds = new AggregatedHistogram({
     name: 'ratelimit_decision_duration_seconds',
     help: 'How long a request waited for its rate-limit decision',
     buckets: DECISION_BUCKETS,
-    registers,
+    registry,
   });
-  const statementDecisions = new Histogram({
+  const statementDecisions = new AggregatedHistogram({
     name: 'ratelimit_statement_requests',
     help: 'Requests decided per limiter statement (0: lease releases only); its _count is the statements sent',
     buckets: BATCH_BUCKETS,
-    registers,
+    registry,
   });
   const stats = Object.entries(pools).flatMap(([name, sql]) => {
     const read = (sql as Sql & { poolStats?: () => PoolStats }).poolStats;
@@ -130,18 +266,18 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
   return {
     registry,
     request(route, method, status, seconds) {
-      requests.inc({ route, method: methodLabel(method), status });
-      duration.observe({ route }, seconds);
+      requestCounts.inc(route, methodLabel(method), status);
+      duration.observe(seconds, route);
     },
     refused(reason, method, status) {
-      requests.inc({ route: 'refused', method: methodLabel(method), status });
+      requestCounts.inc('refused', methodLabel(method), status);
       refused.inc({ reason });
     },
     unavailable(cause) {
       unavailable.inc({ cause });
     },
     decided(outcome, seconds) {
-      decisions.inc({ outcome });
+      decisionCounts.inc(outcome);
       decisionSeconds.observe(seconds);
     },
     statement(count) {
