@@ -188,3 +188,19 @@ t.test('pretty lines on a terminal: a process whose stdout is a terminal reads t
   t.match(stripVTControlCharacters(output), /INFO: GET \/v1\/products 200 [\d.]+ ms served ip:127\.0\.0\.1\r?\n/, 'one line');
   t.notMatch(output, /"level":/, 'no JSON line');
 });
+
+t.test('lines batched on stdout are written when the process exits, however soon after them', async (t) => {
+  const logger = fileURLToPath(new URL('../../lib/http/logger.ts', import.meta.url));
+  // The service's own logger (JSON lines, buffered: lib/http/logger.ts), a line, and an exit at once: the
+  // line is in the buffer, short of its batch's size and before its periodic flush.
+  const script = `import { createLogger } from ${JSON.stringify(logger)};
+    createLogger({ level: 'info' }).info({ reqId: 'the-last-line' }, 'request');
+    process.exit(0);`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise((resolve) => child.once('close', resolve));
+  t.equal(code, 0, output);
+  t.match(output, /"reqId":"the-last-line"/, 'the line is written');
+});
