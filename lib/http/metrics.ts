@@ -156,9 +156,9 @@ class AggregatedHistogram {
       let cumulative = 0;
       this.buckets.forEach((le, at) => {
         cumulative += set.counts[at]!;
-        values.push({ metricName: `${this.name}_bucket`, labels: { ...set.labels, le }, value: cumulative } as MetricValue<string>);
+        values.push({ metricName: `${this.name}_bucket`, labels: { le, ...set.labels }, value: cumulative } as MetricValue<string>);
       });
-      values.push({ metricName: `${this.name}_bucket`, labels: { ...set.labels, le: '+Inf' }, value: set.count } as MetricValue<string>);
+      values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf', ...set.labels }, value: set.count } as MetricValue<string>);
       values.push({ metricName: `${this.name}_sum`, labels: set.labels, value: set.sum } as MetricValue<string>);
       values.push({ metricName: `${this.name}_count`, labels: set.labels, value: set.count } as MetricValue<string>);
     }
