@@ -1,7 +1,7 @@
 # The service's image (docs/operations.md, "A container"). Debian, so glibc: the embedded PostgreSQL's
 # binaries need it. Its one build step is deploy/install.sh, which CI runs on a fresh checkout
 # (tests/deploy/image.test.ts), so what is built here is what the tests start.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 
 # .dockerignore lets in only what deploy/install.sh copies.
 COPY . /src
@@ -14,4 +14,4 @@ EXPOSE 3000
 # /healthz answers while the process serves, without touching the database (docs/operations.md, "Health checks").
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # One process, which gets the runtime's SIGTERM itself: no npm, no shell in between (docs/operations.md, "Running under a supervisor").
-CMD ["node", "--import", "tsx", "server.ts"]
+CMD ["node", "server.ts"]

@@ -1,10 +1,10 @@
-// `tsx bench/compression.ts <service origin>`: what the ETag and each compression level cost per chunk size, and what they save.
+// `node bench/compression.ts <service origin>`: what the ETag and each compression level cost per chunk size, and what they save.
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 const origin = process.argv[2];
 if (!origin) {
-  console.error('Usage: tsx bench/compression.ts <origin of a running service, e.g. http://127.0.0.1:3000>');
+  console.error('Usage: node bench/compression.ts <origin of a running service, e.g. http://127.0.0.1:3000>');
   process.exit(2);
 }
 

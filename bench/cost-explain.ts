@@ -1,4 +1,4 @@
-// `tsx bench/cost-explain.ts <database url> [url paths…]`: the database time of the service's own queries, for the cost rule.
+// `node bench/cost-explain.ts <database url> [url paths…]`: the database time of the service's own queries, for the cost rule.
 // Each path is served once through the app (limiter off) to capture the SQL it runs, then every captured
 // statement is run under EXPLAIN ANALYZE a few times; the median execution time is printed with the plan's top nodes.
 import { drizzle } from 'drizzle-orm/postgres-js';
@@ -11,7 +11,7 @@ import { buildApp } from '../lib/service/app.ts';
 import { parseConfig } from '../lib/service/config.ts';
 
 const [url, ...given] = process.argv.slice(2);
-if (!url) throw new Error('Usage: tsx bench/cost-explain.ts <database url> [paths…]');
+if (!url) throw new Error('Usage: node bench/cost-explain.ts <database url> [paths…]');
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 
 const offsets = [0, 1_000, 10_000, 100_000, 999_000];

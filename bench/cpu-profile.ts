@@ -1,4 +1,4 @@
-// `tsx bench/cpu-profile.ts <file.cpuprofile> [window seconds] [function]`: what a server's CPU went to, window
+// `node bench/cpu-profile.ts <file.cpuprofile> [window seconds] [function]`: what a server's CPU went to, window
 // by window, from a profile written by `node --cpu-prof`, to see a cost that grows with the load's length (docs/benchmarks.md).
 // For each window: the busy time (every sample but idle ones: JavaScript, native code, garbage collection)
 // and the share of it spent in one function's own code (default `remove`, postgres.js's Queue.remove),
@@ -19,7 +19,7 @@ interface Profile {
 
 const [file, windowArg = '2', target = 'remove'] = process.argv.slice(2);
 if (!file) {
-  console.error('Usage: tsx bench/cpu-profile.ts <file.cpuprofile> [window seconds] [function name]');
+  console.error('Usage: node bench/cpu-profile.ts <file.cpuprofile> [window seconds] [function name]');
   process.exit(2);
 }
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;

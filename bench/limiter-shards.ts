@@ -1,5 +1,5 @@
 // Decisions per second with 1, 2 and 3 limiter databases (LIMITER_DATABASE_URL), each a private cluster
-// (tests/helpers/cluster.ts), the data on a fourth: `tsx bench/limiter-shards.ts [seconds] [connections]`.
+// (tests/helpers/cluster.ts), the data on a fourth: `node bench/limiter-shards.ts [seconds] [connections]`.
 // Every request is GET /v1 (the index: a decision and a release, no data query) with one of 1,000 keys in
 // turn, on a tier that never declines. What this measures on a machine whose cores every cluster, the
 // server and the load generator share: docs/operations.md, "Several limiter databases".

@@ -1,4 +1,4 @@
-// `tsx bench/observe-cost.ts [requests]`: the CPU a request's log line and metrics cost, in this process,
+// `node bench/observe-cost.ts [requests]`: the CPU a request's log line and metrics cost, in this process,
 // without a database or a socket: GET /healthz through the app (app.request), with the request log at
 // info or silent, and metrics on (ADMIN_TOKEN) or off, in rotation. The lines go through pino's
 // asynchronous destination, as the service writes stdout, into a pipe that `cat` drains, as a container

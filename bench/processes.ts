@@ -8,7 +8,7 @@ import { waitFor } from '../tests/helpers/wait.ts';
 /** A differently configured server process that scenarios can target by name. */
 export interface ServerVariant {
   name: string;
-  /** Entry file, relative to the project root; run as `node --import tsx <entry>` unless `runtime` says otherwise. */
+  /** Entry file, relative to the project root; run as `node <entry>` unless `runtime` says otherwise. */
   entry: string;
   /** The runtime that runs `entry` (default node): deno and bun are the binaries their npm packages install. */
   runtime?: Runtime;

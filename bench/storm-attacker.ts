@@ -1,4 +1,4 @@
-// `tsx bench/storm-attacker.ts <origin> <path> <connections per key> <seconds> <key>...`: the storm of
+// `node bench/storm-attacker.ts <origin> <path> <connections per key> <seconds> <key>...`: the storm of
 // bench/storm-cost.ts, in a process of its own, as hostile clients are on other machines: their own
 // client-side work (some 5,000 responses a second) would otherwise queue the fourth client's requests in the
 // measuring process's event loop, and its latency would measure the load generator rather than the service.
@@ -9,7 +9,7 @@
 // on a line of stdout.
 import autocannon from 'autocannon';
 
-const USAGE = 'Usage: tsx bench/storm-attacker.ts <origin> <path> <connections per key> <seconds> <key>...';
+const USAGE = 'Usage: node bench/storm-attacker.ts <origin> <path> <connections per key> <seconds> <key>...';
 const [origin, path, connectionsText, secondsText, ...keys] = process.argv.slice(2);
 if (!origin || !path || !connectionsText || !secondsText || keys.length === 0) {
   console.error(USAGE);

@@ -1,4 +1,4 @@
-// `tsx bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S]`:
+// `node bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S]`:
 // a storm against a real server (docs/rate-limit.md, "The storm it stops"). Three free keys send `--query`
 // (default issue 11's deep offset, `sort=-priceCents,name&offset=999000&count=none`) from 8 connections each,
 // ignoring 429s (a hostile client); a fourth key, on a tier that never declines, sends one cheap chunk every
@@ -14,7 +14,7 @@ import { cpuBetween, snapshot } from './cpu.ts';
 import { backendPids } from './measure.ts';
 import { benchPort } from './processes.ts';
 
-const USAGE = 'Usage: tsx bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S]';
+const USAGE = 'Usage: node bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S]';
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: { query: { type: 'string' }, follow: { type: 'string' }, calm: { type: 'string' } },
@@ -40,7 +40,7 @@ await sql`
   insert into rate_tiers (name, allowance, window_seconds, concurrency) values ('storm-victim', 1000000000, 60, 1000)
   on conflict (name) do update set allowance = excluded.allowance, concurrency = excluded.concurrency`;
 
-const server = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+const server = spawn(process.execPath, ['server.ts'], {
   cwd: dir,
   env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, PORT: String(port) },
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -122,7 +122,7 @@ const perRequest = aloneMicros / Math.max(alone.latencies.length, 1);
 console.log(`alone: the storm request ${describe(alone)}, ${Math.round(perRequest).toLocaleString('en')} µs of PostgreSQL each`);
 
 // The storm keys from a process of their own (bench/storm-attacker.ts says why), 8 connections each.
-const storm = spawn(process.execPath, ['--import', 'tsx', 'bench/storm-attacker.ts', base, STORM, '8', String(seconds), ...stormKeys], {
+const storm = spawn(process.execPath, ['bench/storm-attacker.ts', base, STORM, '8', String(seconds), ...stormKeys], {
   cwd: `${import.meta.dirname}/..`,
   // stdin: a pipe that closes with this process, which the storm takes as its end (bench/storm-attacker.ts).
   stdio: ['pipe', 'pipe', 'inherit'],

@@ -12,11 +12,7 @@ import type { Collection, Registry } from '../pagination/registry.ts';
 import type { ReadQuery } from '../pagination/serve.ts';
 import { type Charge, ONE_UNIT } from '../ratelimit/middleware.ts';
 
-/**
- * A collection query's charge: the price of its reading, settled at the rows its count read. A class, so that
- * pricing a request makes no closure: tsx names every function a request would otherwise make (esbuild's
- * `keepNames`), a property definition each.
- */
+/** A collection query's charge: the price of its reading, settled at the rows its count read. */
 class CollectionCharge implements Charge {
   readonly units: number;
   readonly sending: number;

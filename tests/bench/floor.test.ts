@@ -37,7 +37,7 @@ t.test('the floor answers the first chunk by price as the service does', async (
   await database.sql`insert into products ${database.sql(rows)}`;
 
   const port = await freePort();
-  const floor = spawn(process.execPath, ['--import', 'tsx', 'bench/floor-server.ts'], {
+  const floor = spawn(process.execPath, ['bench/floor-server.ts'], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: database.url, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],

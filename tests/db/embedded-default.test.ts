@@ -151,7 +151,7 @@ t.test('embedded default: unreachable clone, shared data directory, SIGTERM to n
 
   // Item: SIGTERM to npm's pid only, as a supervisor sends it, stops everything.
   const server = childrenOf(first.child.pid!);
-  t.same(server.length, 1, 'npm start runs the server as its only child (no shell, no tsx wrapper)');
+  t.same(server.length, 1, 'npm start runs the server as its only child (no shell, no wrapper)');
   const sent = performance.now();
   t.equal(await stopProcess(first.child), 0, 'npm exits 0 once the server has drained');
   const left = () => [...processesOf(app), ...processesOf(cache!)];

@@ -127,8 +127,7 @@ t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 
     statuses = [];
     await holdOne();
     const started = Date.now();
-    const result =
-      recipe.language === 'sh' ? await run('/bin/sh', ['-e', file], cwd) : await run(process.execPath, ['--import', 'tsx', file], cwd);
+    const result = recipe.language === 'sh' ? await run('/bin/sh', ['-e', file], cwd) : await run(process.execPath, [file], cwd);
     await letGo?.();
     t.comment(`${where}: ${((Date.now() - started) / 1000).toFixed(1)} s ${JSON.stringify(statuses)}`);
     const detail = { stdout: result.stdout.slice(-1500), stderr: result.stderr.slice(-1500) };

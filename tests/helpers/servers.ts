@@ -22,7 +22,7 @@ const entries: Record<Runtime, string> = { node: 'server.ts', deno: 'server.deno
 export function runtimeCommand(runtime: Runtime, entry: string): [string, string[]] {
   if (runtime === 'deno') return [path.join(root, 'node_modules/.bin/deno'), ['run', '-A', entry]];
   if (runtime === 'bun') return [path.join(root, 'node_modules/.bin/bun'), [entry]];
-  return [process.execPath, ['--import', 'tsx', entry]];
+  return [process.execPath, [entry]];
 }
 
 /** Starts the entry of `runtime` (Node's `server.ts` by default) on `port` and resolves once it listens; it is stopped at teardown. */

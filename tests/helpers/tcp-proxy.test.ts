@@ -16,7 +16,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
  */
 async function run(body: string, timeoutMs = 10_000): Promise<{ code: number | 'hung'; output: string }> {
   const script = `import net from 'node:net'; import { resetSocket } from './tests/helpers/tcp-proxy.ts';\n${body}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

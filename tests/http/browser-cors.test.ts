@@ -21,7 +21,7 @@ t.test('a page on another origin fetches chunks and reads X-RateLimit-Remaining,
   const { key } = await (await fetch(`${apiOrigin}/v1/keys`, { method: 'POST' })).json();
 
   // The page, on a port of its own (another origin than the API's), with the script a client app would run:
-  // plain text, as a browser gets it (a function handed to page.evaluate would carry tsx's helpers along).
+  // plain text, as a browser gets it.
   const script = `
     const read = async (response) => ({
       status: response.status,

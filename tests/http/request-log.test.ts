@@ -174,7 +174,7 @@ t.test('pretty lines on a terminal: a process whose stdout is a terminal reads t
   const port = await freePort();
   const root = fileURLToPath(new URL('../..', import.meta.url));
   // script(1) gives the server a pseudo-terminal as its stdout, as a person's terminal would.
-  const child = spawn('script', ['-qfec', `${process.execPath} --import tsx server.ts`, '/dev/null'], {
+  const child = spawn('script', ['-qfec', `${process.execPath} server.ts`, '/dev/null'], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, PORT: String(port), NO_COLOR: '1' },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -196,7 +196,7 @@ t.test('lines batched on stdout are written when the process exits, however soon
   const script = `import { createLogger } from ${JSON.stringify(logger)};
     createLogger({ level: 'info' }).info({ reqId: 'the-last-line' }, 'request');
     process.exit(0);`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

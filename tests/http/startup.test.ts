@@ -29,7 +29,7 @@ function rawRequest(port: number, text: string): Promise<string> {
 }
 
 t.test('a bad configuration value stops start-up with one line naming it', async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+  const child = spawn(process.execPath, ['server.ts'], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', PORT: 'eighty' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,7 +70,7 @@ t.test('a port in use stops start-up with one line, not a stack trace', async (t
   await once(taken, 'listening');
   t.teardown(() => taken.close());
   const port = (taken.address() as AddressInfo).port;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+  const child = spawn(process.execPath, ['server.ts'], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', PORT: String(port), DATABASE_URL: db.url },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -112,7 +112,7 @@ t.test('an embedded PostgreSQL left running by a killed process is adopted, and 
   const dataDir = path.join(parent, 'pg');
   t.teardown(() => rm(parent, { recursive: true, force: true }));
   const script = `import { startEmbedded } from './db/embedded.ts'; await startEmbedded({ dataDir: ${JSON.stringify(dataDir)} }); console.log('up'); setInterval(() => {}, 1000);`;
-  const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+  const owner = spawn(process.execPath, ['--input-type=module', '-e', script], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
