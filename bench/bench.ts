@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { type CeilingOptions, ceilingDatabase, runCeiling } from './ceiling.ts';
 import { type BenchDatabase, benchDatabaseName, ensureProducts, measureSeeding, openBenchDatabase, postgresServer } from './database.ts';
 import { type LoadOptions, type Measurement, measure } from './measure.ts';
-import { type RunningServer, startServer } from './processes.ts';
+import { type RunningServer, runtimeVersion, type ServerVariant, startServer } from './processes.ts';
+import { type FoundRedis, findRedis } from './redis.ts';
 import type { Scenario } from './scenario-types.ts';
 import { comparisons, latencyTargets, scenarios, servers } from './scenarios.ts';
 import { sizeComparisons, sizeScenarios, sizeServer } from './sizes.ts';
@@ -158,6 +159,7 @@ async function runScenarios(
   running: Map<string, RunningServer>,
   database: BenchDatabase,
   options: BenchOptions,
+  redisPid?: number,
 ): Promise<Row[]> {
   const measured = new Map<Scenario, Measurement[]>(selected.map((scenario) => [scenario, []]));
   const failures = new Map<Scenario, string[]>(selected.map((scenario) => [scenario, []]));
@@ -168,7 +170,7 @@ async function runScenarios(
         `Round ${round}/${options.rounds}: "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured`,
       );
       const server = running.get(scenario.server)!;
-      const result = await measure(scenario, server, database, options).catch((error: Error) => error);
+      const result = await measure(scenario, server, { ...database, redisPid }, options).catch((error: Error) => error);
       if (result instanceof Error) {
         // A round that fails (a typo in the row, or the database refusing connections for a moment) is
         // left out and the row tried again in the next round; its last output lines say what went wrong.
@@ -195,18 +197,69 @@ function medianRound(rounds: Measurement[], failures: string[]): RoundsResult | 
   return { ...sorted[Math.floor((sorted.length - 1) / 2)]!, minReqPerSec: sorted[0]!.reqPerSec, maxReqPerSec: sorted.at(-1)!.reqPerSec };
 }
 
-function describeRun(options: BenchOptions, products = `${PRODUCTS.toLocaleString('en')} products`): string {
-  return [
-    `Bench: ${products}; autocannon, ${options.connections} connections (unless the row names its clients), ${options.duration} s per row after ${options.warmup} s warm-up,`,
-    `${options.rounds} rounds over all rows, each row showing its median round; node ${process.version}.`,
-    'Latencies over all responses: the mean to the microsecond, p50 and p99 in whole milliseconds. CPU per response from',
-    '/proc: the server process, the Postgres backends of its own connections (not parallel workers), and this process',
-    '(autocannon). The measured tables are vacuumed before every row. Compare ratios within one run, not across runs.',
-  ].join('\n');
+/** What the CPU columns count, with the processes found for them. */
+interface Counted {
+  /** The postmaster of the bench database's cluster (undefined: not on this host, pg µs/req n/a). */
+  postmaster: number | undefined;
+  /** The Redis of the rows of servers that keep their state there, when they ran. */
+  redis?: FoundRedis;
+}
+
+/** `text`'s words in lines of at most `width` characters. */
+function wrap(text: string, width = 118): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  return [...lines, line].join('\n');
+}
+
+function describeRun(options: BenchOptions, counted: Counted, products = `${PRODUCTS.toLocaleString('en')} products`): string {
+  const cluster =
+    counted.postmaster === undefined
+      ? "none: the bench database's cluster is not on this host"
+      : `children of the bench database's postmaster (pid ${counted.postmaster}), so no other cluster's`;
+  const found = counted.redis?.found ? counted.redis : undefined;
+  const redis = found
+    ? ` redis µs/req, in the Fastify peer's rows: the whole redis-server process it keeps its counters in (Redis ${found.version} on ${found.url}, ${
+        found.pid === undefined ? 'not on this host: n/a' : `pid ${found.pid}`
+      }), whoever else uses it;`
+    : '';
+  return wrap(
+    [
+      `Bench: ${products}; autocannon, ${options.connections} connections (unless the row names its clients), ${options.duration} s per row`,
+      `after ${options.warmup} s warm-up, ${options.rounds} rounds over all rows, each row showing its median round.`,
+      'Latencies over all responses: the mean to the microsecond, p50 and p99 in whole milliseconds.',
+      'CPU per response, from /proc: server µs/req, the server process; pg µs/req, the PostgreSQL backends serving its',
+      `own connections (not parallel workers), ${cluster};${redis} loadgen µs/req, this process (autocannon).`,
+      'The measured tables are vacuumed before every row. Compare ratios within one run, not across runs.',
+    ].join(' '),
+  );
+}
+
+/**
+ * The runtimes of the servers that ran, with their versions: Node.js runs the bench, autocannon and every
+ * server that names no other runtime.
+ */
+function runtimesLine(variants: ServerVariant[]): string {
+  const others = new Map<string, string[]>();
+  for (const variant of variants) {
+    if (variant.runtime === undefined || variant.runtime === 'node') continue;
+    others.set(variant.runtime, [...(others.get(variant.runtime) ?? []), variant.name]);
+  }
+  const node = `${runtimeVersion('node')} (the bench, autocannon and ${others.size > 0 ? 'the other servers' : 'the servers'})`;
+  const rest = [...others].map(([runtime, names]) => `${runtimeVersion(runtime as 'deno' | 'bun')} (${names.join(', ')})`);
+  return `runtime: ${[node, ...rest].join('; ')}`;
 }
 
 /** The table, the ratios of rows that both ran, and the targets measured. */
-function report(options: BenchOptions, rows: Row[], seedingSeconds: number | undefined): string {
+function report(options: BenchOptions, rows: Row[], seedingSeconds: number | undefined, counted: Counted, ran: ServerVariant[]): string {
   const thresholds: Threshold[] = [
     ...latencyTargets.map(({ row, atMostMs }) => ({
       label: `${row}: mean latency`,
@@ -220,8 +273,8 @@ function report(options: BenchOptions, rows: Row[], seedingSeconds: number | und
   const targets = formatThresholds(thresholds);
   const failures = formatFailures(rows);
   return [
-    describeRun(options),
-    formatTable(rows),
+    describeRun(options, counted),
+    `${runtimesLine(ran)}\n\n${formatTable(rows)}`,
     ...(failures ? [`Rounds that failed (left out of their rows):\n\n${failures}`] : []),
     ...(ratios ? [`Ratios of rows (each measure of the first row divided by the second's):\n\n${ratios}`] : []),
     ...(targets ? [`Other targets:\n\n${targets}`] : []),
@@ -239,6 +292,7 @@ async function runSizes(sizes: number[], options: BenchOptions, resources: Resou
   const server = sizeServer(servers.find((variant) => variant.name === 'service')!);
   const rows: Row[] = [];
   const seeding: Threshold[] = [];
+  let postmaster: number | undefined;
   for (const products of sizes) {
     if (options.signal?.aborted) break;
     const size = new Resources();
@@ -246,6 +300,7 @@ async function runSizes(sizes: number[], options: BenchOptions, resources: Resou
     try {
       const database = await openBenchDatabase(process.env.DATABASE_URL || undefined, log, benchDatabaseName(products));
       size.add(() => database.close());
+      postmaster = database.postmaster;
       const seconds = await ensureProducts(database, products, log);
       const label = `seeding ${products.toLocaleString('en')} products`;
       seeding.push({ label, value: seconds, unit: 's', atMost: seedingTarget(products) });
@@ -262,8 +317,8 @@ async function runSizes(sizes: number[], options: BenchOptions, resources: Resou
   const failures = formatFailures(rows);
   console.log(
     [
-      describeRun(options, `${sizes.map((n) => n.toLocaleString('en')).join(' and ')} products, each in its own database`),
-      formatTable(rows),
+      describeRun(options, { postmaster }, `${sizes.map((n) => n.toLocaleString('en')).join(' and ')} products, each in its own database`),
+      `${runtimesLine([server])}\n\n${formatTable(rows)}`,
       ...(failures ? [`Rounds that failed (left out of their rows):\n\n${failures}`] : []),
       ...(ratios ? [`Ratios of rows (each measure of the first row divided by the second's):\n\n${ratios}`] : []),
       ...(targets ? [`Seeding (only when this run seeded):\n\n${targets}`] : []),
@@ -282,7 +337,21 @@ async function main(): Promise<number> {
     return 2;
   }
   const only = options.only;
-  const selected = scenarios.filter((scenario) => scenario.baseline || only === undefined || scenario.name.includes(only));
+  let selected = scenarios.filter((scenario) => scenario.baseline || only === undefined || scenario.name.includes(only));
+  // The rows of servers that keep their state in Redis run only when a Redis answers: otherwise one line says
+  // so and they are left out, which is not a failure.
+  const inRedis = (scenario: Scenario) => servers.find((server) => server.name === scenario.server)?.redis === true;
+  let redis: FoundRedis | undefined;
+  if (selected.some(inRedis)) {
+    redis = await findRedis();
+    if (!redis.found) {
+      const skipped = [...new Set(selected.filter(inRedis).map((scenario) => scenario.server))].join(', ');
+      log(`No Redis answers on ${redis.url} (${redis.reason}): skipping the rows of ${skipped}; set REDIS_URL to use another`);
+      selected = selected.filter((scenario) => !inRedis(scenario));
+    }
+  }
+  const withRedis = (variant: ServerVariant): ServerVariant =>
+    variant.redis && redis?.found ? { ...variant, env: { ...variant.env, REDIS_URL: redis.url } } : variant;
 
   const resources = new Resources();
   const interrupted = new AbortController();
@@ -322,10 +391,12 @@ async function main(): Promise<number> {
       seedingSeconds = await measureSeeding(database, PRODUCTS);
       log(`  ${seedingSeconds.toFixed(1)} s`);
     }
-    const running = await startServers(selected, database, resources);
-    const rows = await runScenarios(selected, running, database, { ...options, signal: interrupted.signal });
+    const running = await startServers(selected, database, resources, servers.map(withRedis));
+    const redisPid = redis?.found ? redis.pid : undefined;
+    const rows = await runScenarios(selected, running, database, { ...options, signal: interrupted.signal }, redisPid);
     if (interrupted.signal.aborted) return 130;
-    console.log(report(options, rows, seedingSeconds));
+    const ran = [...running.values()].map((server) => server.variant);
+    console.log(report(options, rows, seedingSeconds, { postmaster: database.postmaster, redis }, ran));
     return rows.some((row) => row.result instanceof Error || row.failures.length > 0) ? 1 : 0;
   } finally {
     await resources.close();

@@ -6,7 +6,7 @@ import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import postgres, { type Sql } from 'postgres';
 import { runMigrations } from '../db/migrate.ts';
-import { cpuBetween, isLocalPostgres, snapshot } from './cpu.ts';
+import { cpuBetween, parentOf, postmasterOf, snapshot } from './cpu.ts';
 
 export interface CeilingOptions {
   /** Seconds measured per cell. */
@@ -135,8 +135,10 @@ async function measureCell(url: string, keys: Keys, cell: Cell, options: Ceiling
   );
   try {
     const pids = await Promise.all(clients.map(async (sql) => (await sql`select pg_backend_pid() as pid`)[0]!.pid as number));
-    // A server on another host: its backends' pids here would be other processes, or none.
-    const local = isLocalHost(url) && pids.every(isLocalPostgres);
+    // A server on another host or in a container: its backends' pids here would be other processes, or none.
+    // Only backends of the cluster of `url` count (children of its postmaster, never another cluster's).
+    const postmaster = isLocalHost(url) ? await postmasterOf(clients[0]!) : undefined;
+    const local = postmaster !== undefined && pids.every((pid) => parentOf(pid) === postmaster);
     const counters: Counters = { decisions: 0, statements: 0, notOk: 0 };
     let stop = false;
     let failure: unknown;

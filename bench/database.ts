@@ -4,6 +4,7 @@ import { defaultDataDir, startEmbedded } from '../db/embedded.ts';
 import { runMigrations } from '../db/migrate.ts';
 import { seedTable } from '../db/seed.ts';
 import { seedWithProgress } from '../scripts/seed.ts';
+import { postmasterOf } from './cpu.ts';
 import { benchPort } from './processes.ts';
 
 const BENCH_DATABASE = 'bench';
@@ -12,8 +13,11 @@ export interface BenchDatabase {
   readonly url: string;
   /** One connection to the bench database, for setup steps and CPU readings. */
   readonly sql: Sql;
-  /** Whether the Postgres server runs on this host, so its backends' CPU can be read from /proc. */
-  readonly local: boolean;
+  /**
+   * The pid of the postmaster of the cluster holding the bench database, when that cluster runs on this host
+   * (postmasterOf in bench/cpu.ts): its backends' CPU is read from /proc, and no other cluster's processes.
+   */
+  readonly postmaster: number | undefined;
   close(): Promise<void>;
 }
 
@@ -68,10 +72,12 @@ export async function openBenchDatabase(
     const url = withDatabase(server.url, name);
     await runMigrations(url);
     const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const postmaster = isLocalHost(url) ? await postmasterOf(sql) : undefined;
+    if (postmaster === undefined) log(`${name}: no PostgreSQL process of its cluster found on this host: pg µs/req reads n/a`);
     return {
       url,
       sql,
-      local: isLocalHost(url),
+      postmaster,
       close: async () => {
         await sql.end({ timeout: 5 });
         await server.stop();

@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import autocannon from 'autocannon';
 import type { Sql } from 'postgres';
 import { waitFor } from '../tests/helpers/wait.ts';
-import { cpuBetween, isLocalPostgres, snapshot, tcpPorts } from './cpu.ts';
+import { cpuBetween, parentOf, snapshot, tcpPorts } from './cpu.ts';
 import { vacuumMeasured } from './database.ts';
 import type { RunningServer } from './processes.ts';
 import type { Load, Scenario } from './scenario-types.ts';
@@ -29,19 +29,28 @@ export interface Measurement {
   non2xx: number;
   /** Socket errors and timeouts. */
   errors: number;
-  /** CPU per response in microseconds: the server process, its Postgres backends, the load generator (this process). */
+  /**
+   * CPU per response in microseconds: the server process, its PostgreSQL backends (children of the bench
+   * cluster's postmaster serving its connections), the load generator (this process); undefined when not read.
+   */
   serverCpu?: number;
   postgresCpu?: number;
   loadCpu: number;
+  /** Whether the server keeps state in Redis (its variant's `redis`): Redis's CPU then belongs to the row. */
+  redis: boolean;
+  /** The whole redis-server process's CPU per response, when `redis` and that process is on this host. */
+  redisCpu?: number;
 }
 
 /**
- * The Postgres backends serving `serverPid`, only when they are local: those whose client port is one of
- * that process's TCP connections, so that other processes on the bench database (another bench, a test
- * run) are not counted; backends on a Unix socket cannot be told apart and all count.
+ * The PostgreSQL backends serving `serverPid`: client backends of the cluster whose postmaster is `postmaster`
+ * (its children, postmasterOf in bench/cpu.ts), none when that cluster is not on this host (undefined), and of
+ * those only the ones whose client port is one of that process's TCP connections, so that other processes on
+ * the bench database (another bench, a test run) are not counted; backends on a Unix socket cannot be told
+ * apart and all count. Parallel workers never do.
  */
-export async function backendPids(sql: Sql, local: boolean, serverPid: number): Promise<number[]> {
-  if (!local) return [];
+export async function backendPids(sql: Sql, postmaster: number | undefined, serverPid: number): Promise<number[]> {
+  if (postmaster === undefined) return [];
   const ports = tcpPorts(serverPid);
   const rows = await sql`
     select pid, client_port from pg_stat_activity
@@ -49,7 +58,7 @@ export async function backendPids(sql: Sql, local: boolean, serverPid: number): 
   return rows
     .filter((row) => row.client_port === null || row.client_port < 0 || ports.has(row.client_port as number))
     .map((row) => row.pid as number)
-    .filter(isLocalPostgres);
+    .filter((pid) => parentOf(pid) === postmaster);
 }
 
 async function runAutocannon(
@@ -129,10 +138,18 @@ async function probe(origin: string, load: Load, expected: number): Promise<void
   }
 }
 
+/** Where the CPU of a row's processes beyond the server's own is read. */
+export interface CpuSources {
+  /** The postmaster of the bench database's cluster, when it is on this host (postmasterOf in bench/cpu.ts). */
+  readonly postmaster: number | undefined;
+  /** The redis-server process that servers with `redis` talk to, when it is on this host (bench/redis.ts). */
+  readonly redisPid?: number | undefined;
+}
+
 export async function measure(
   scenario: Scenario,
   server: RunningServer,
-  database: { sql: Sql; local: boolean },
+  database: { sql: Sql } & CpuSources,
   options: LoadOptions,
 ): Promise<Measurement> {
   // What the row reads and writes is vacuumed and analysed first: dead rows left by earlier rows (or runs,
@@ -145,8 +162,11 @@ export async function measure(
   const run: LoadOptions = { ...options, connections: scenario.connections ?? options.connections };
   if (run.warmup > 0) await runAutocannon(server.origin, load, run, run.warmup);
 
-  const pidsBefore = [server.pid, ...(await backendPids(database.sql, database.local, server.pid))];
+  const redis = server.variant.redis === true;
+  const redisPids = redis && database.redisPid !== undefined ? [database.redisPid] : [];
+  const pidsBefore = [server.pid, ...(await backendPids(database.sql, database.postmaster, server.pid))];
   const before = snapshot(pidsBefore);
+  const redisBefore = snapshot(redisPids);
   const loadBefore = process.cpuUsage();
   let latencySum = 0;
   let latencyCount = 0;
@@ -155,8 +175,9 @@ export async function measure(
     latencyCount++;
   });
   const loadUsed = process.cpuUsage(loadBefore);
+  const redisAfter = snapshot(redisPids);
   // Backends opened during the run count from zero; the pool keeps them open, so none is lost.
-  const after = snapshot([server.pid, ...(await backendPids(database.sql, database.local, server.pid))]);
+  const after = snapshot([server.pid, ...(await backendPids(database.sql, database.postmaster, server.pid))]);
 
   const responses = result.requests.total;
   const perResponse = (micros: number) => (responses > 0 ? micros / responses : 0);
@@ -172,7 +193,9 @@ export async function measure(
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     serverCpu: serverCpu === undefined ? undefined : perResponse(serverCpu),
-    postgresCpu: database.local ? perResponse(cpuBetween(before, after)) : undefined,
+    postgresCpu: database.postmaster === undefined ? undefined : perResponse(cpuBetween(before, after)),
+    redis,
+    redisCpu: redisAfter.size > 0 && redisBefore.size > 0 ? perResponse(cpuBetween(redisBefore, redisAfter)) : undefined,
     loadCpu: perResponse(loadUsed.user + loadUsed.system),
   };
 }

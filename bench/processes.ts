@@ -1,5 +1,5 @@
 // Server processes under test: started on 127.0.0.1 ports 4300-4399, awaited until ready, always stopped.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort, type PortRange, stopProcess } from '../tests/helpers/processes.ts';
 import { type Runtime, runtimeCommand } from '../tests/helpers/servers.ts';
@@ -18,6 +18,11 @@ export interface ServerVariant {
   env?: Record<string, string>;
   /** GET path that answers 200 once the server can take traffic. */
   readyPath: string;
+  /**
+   * Keeps its state in the bench's Redis (REDIS_URL, or 127.0.0.1:6379; bench/redis.ts): started with that
+   * REDIS_URL, its rows skipped when no Redis answers, and Redis's CPU counted in its rows.
+   */
+  redis?: boolean;
   /** Runs once the server is ready, before any scenario: e.g. configure it through its own API. */
   setup?: (origin: string) => Promise<void>;
 }
@@ -104,4 +109,20 @@ export async function startServer(variant: ServerVariant, databaseUrl: string, t
     throw new Error(`Server ${variant.name} (${variant.entry}): ${(error as Error).message}\n${tail()}`);
   }
   return running;
+}
+
+/**
+ * The name and version of a runtime the bench starts servers on: Node.js is the binary running the bench
+ * (servers are started with it), Deno and Bun the binaries their npm packages install.
+ */
+export function runtimeVersion(runtime: Runtime): string {
+  if (runtime === 'node') return `Node.js ${process.version}`;
+  const name = runtime === 'deno' ? 'Deno' : 'Bun';
+  try {
+    const output = execFileSync(runtimeCommand(runtime, '')[0], ['--version'], { encoding: 'utf8', timeout: 30_000 });
+    // `deno --version`: "deno 2.5.6 (stable, release, x86_64-unknown-linux-gnu)" then V8's and TypeScript's; `bun --version`: "1.3.1".
+    return `${name} ${/\d+\.\d+\.\d+\S*/.exec(output)?.[0] ?? output.trim()}`;
+  } catch (error) {
+    return `${name} (its version unknown: ${(error as Error).message.split('\n')[0]})`;
+  }
 }

@@ -34,7 +34,10 @@ export interface Scenario extends Load {
   baseline?: boolean;
 }
 
-/** What a comparison divides: req/s, time per request (the inverse), CPU per request, or PostgreSQL's alone. */
+/**
+ * What a comparison divides: req/s, time per request (the inverse), CPU per request (the server's, PostgreSQL's
+ * and, for a server that keeps its state in Redis, Redis's), or PostgreSQL's alone.
+ */
 export type RatioMeasure = 'req/s' | 'time/req' | 'cpu/req' | 'pg/req';
 
 /**

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { stopProcess } from '../tests/helpers/processes.ts';
 import { sleep } from '../tests/helpers/wait.ts';
-import { cpuBetween, snapshot } from './cpu.ts';
+import { cpuBetween, postmasterOf, snapshot } from './cpu.ts';
 import { backendPids } from './measure.ts';
 import { benchPort } from './processes.ts';
 
@@ -34,6 +34,9 @@ const CALIBRATION_SECONDS = 5;
 
 // Fresh keys each run: forget the registrations and windows of earlier runs (the bench's own database).
 const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+// The CPU read is of this cluster's backends only; none when the cluster is not on this host.
+const postmaster = await postmasterOf(sql);
+if (postmaster === undefined) console.error('No process of the database cluster found on this host: its CPU reads 0');
 await sql`delete from rate_windows`;
 await sql`delete from api_keys where name like 'storm-%'`;
 await sql`
@@ -64,7 +67,7 @@ function quantile(values: number[], q: number): number {
 
 /** CPU over `body`, in microseconds: the server's PostgreSQL backends (not parallel workers), and the server process. */
 async function cpuOver<T>(body: () => Promise<T>): Promise<[T, number, number]> {
-  const pids = async () => backendPids(sql, true, server.pid!);
+  const pids = async () => backendPids(sql, postmaster, server.pid!);
   const before = snapshot(await pids());
   const serverBefore = snapshot([server.pid!]);
   const result = await body();

@@ -31,6 +31,7 @@ const HEADER = [
   'errors',
   'server µs/req',
   'pg µs/req',
+  'redis µs/req',
   'loadgen µs/req',
 ];
 
@@ -58,6 +59,8 @@ function cells(row: Row, baseline: number | undefined): string[] {
     whole(m.errors),
     whole(m.serverCpu),
     whole(m.postgresCpu),
+    // Empty for a server that keeps nothing in Redis; n/a when its Redis is not on this host.
+    m.redis ? whole(m.redisCpu) : '',
     whole(m.loadCpu),
   ];
 }
@@ -95,11 +98,15 @@ function resultOf(rows: Row[], name: string): RoundsResult | undefined {
   return result instanceof Error ? undefined : result;
 }
 
-const RATIO_HEADER = ['ratio (row / row)', 'req/s', 'server µs/req', 'pg µs/req', 'server+pg µs/req', 'target'];
+const RATIO_HEADER = ['ratio (row / row)', 'req/s', 'server µs/req', 'pg µs/req', 'server+pg+redis µs/req', 'target'];
 
 /** One measure of `of` divided by the same of `to`; undefined when either lacks it. */
 function ratioOf(measure: RatioMeasure | 'server', of: RoundsResult, to: RoundsResult): number | undefined {
-  const cpu = (m: RoundsResult) => (m.serverCpu === undefined || m.postgresCpu === undefined ? undefined : m.serverCpu + m.postgresCpu);
+  // All the CPU a request costs: the server's, PostgreSQL's, and Redis's for a server that keeps its state there.
+  const cpu = (m: RoundsResult) =>
+    m.serverCpu === undefined || m.postgresCpu === undefined || (m.redis && m.redisCpu === undefined)
+      ? undefined
+      : m.serverCpu + m.postgresCpu + (m.redis ? m.redisCpu! : 0);
   const pairs: Record<typeof measure, [number | undefined, number | undefined]> = {
     'req/s': [of.reqPerSec, to.reqPerSec],
     'time/req': [to.reqPerSec, of.reqPerSec],
