@@ -234,7 +234,7 @@ function describeRun(options: BenchOptions, counted: Counted, products = `${PROD
   return wrap(
     [
       `Bench: ${products}; autocannon, ${options.connections} connections (unless the row names its clients), ${options.duration} s per row`,
-      `after ${options.warmup} s warm-up, ${options.rounds} rounds over all rows, each row showing its median round.`,
+      `after ${options.warmup} s warm-up, ${options.rounds} round${options.rounds === 1 ? '' : 's'} over all rows, each row showing its median round.`,
       'Latencies over all responses: the mean to the microsecond, p50 and p99 in whole milliseconds.',
       'CPU per response, from /proc: server µs/req, the server process; pg µs/req, the PostgreSQL backends serving its',
       `own connections (not parallel workers), ${cluster};${redis} loadgen µs/req, this process (autocannon).`,
