@@ -22,7 +22,7 @@ interface Touched {
 }
 
 export interface KeyStore {
-  /** The first limiter database, where keys and tiers are read. */
+  /** The source of truth (the first limiter database, by their records), where keys and tiers are read. */
   readonly drizzle: Drizzle;
   /**
    * Makes a change with `write`, and copies the rows that `touched` names from the first database to every
