@@ -34,7 +34,8 @@ try {
   const seed = postgres(data.url(), { max: 1, onnotice: () => {} });
   for (const table of ['products', 'orders', 'events'] as const) await seedTable(seed, table, 10);
   await seed.end();
-  // The keys go to the first limiter database only: start-up copies them to the others (lib/ratelimit/key-store.ts).
+  // The keys go to the first limiter database only: start-up copies them to the others (lib/ratelimit/key-store.ts),
+  // since the first row runs on it alone, so it records itself first and stays the source of truth (record-order.ts).
   await runMigrations(limiters[0]!.url());
   const first = postgres(limiters[0]!.url(), { max: 1, onnotice: () => {} });
   await first`insert into rate_tiers (name, allowance, window_seconds, concurrency) values ('bench', 1000000000, 60, 1000)`;

@@ -52,9 +52,10 @@ export interface Database {
   readonly sql: Sql;
   readonly drizzle: Drizzle;
   /**
-   * The rate limiter's databases, in the order LIMITER_DATABASE_URL names them, the first holding the keys
-   * and tiers every other copies (lib/ratelimit/key-store.ts); without it, this database alone, with
-   * `limiter` as its connection and the pool for the rest.
+   * The rate limiter's databases, in the order of DatabaseOptions.limiters: at start-up, that of their own
+   * records (lib/ratelimit/record-order.ts), the first holding the keys and tiers every other copies
+   * (lib/ratelimit/key-store.ts); without them, this database alone, with `limiter` as its connection and
+   * the pool for the rest.
    */
   readonly limiters: readonly LimiterDatabase[];
   /**
@@ -97,8 +98,10 @@ export interface DatabaseOptions {
   /** A read replica for collection queries (Database.reads), and whether a pooler leads to it. */
   readonly read?: { readonly url: string; readonly pooled?: boolean };
   /**
-   * The limiter's databases (LIMITER_DATABASE_URL), none of them behind a pooler; absent: the limiter is on
-   * `url`. Each gets a connection of its own and a pool of LIMITER_POOL_SIZE.
+   * The limiter's databases (LIMITER_DATABASE_URL), none of them behind a pooler, the source of truth for
+   * keys and tiers first and the others in the order changes lock them (start-up orders them by their
+   * records, lib/ratelimit/record-order.ts); absent: the limiter is on `url`. Each gets a connection of its
+   * own and a pool of LIMITER_POOL_SIZE.
    */
   readonly limiters?: readonly string[];
 }

@@ -1,7 +1,10 @@
 // Keys and tiers on the limiter databases (docs/operations.md, "Limiter databases"): every decision reads
-// them inside its one statement, so each limiter database holds all of them. The first is the source of
-// truth: reads come from it, and every change is made there and copied row for row to the others before it
-// commits.
+// them inside its one statement, so each limiter database holds all of them. The databases come in the
+// order of their own records (record-order.ts), the same at every instance whatever LIMITER_DATABASE_URL's
+// order: the first is the source of truth, where reads come from and every change is made, and a change
+// locks its rows on the others one after another in that order, before it commits anywhere. Every change so
+// takes its locks in one order across the databases, and two changes of one row, through two instances,
+// queue on the first database rather than each hold it on a database the other waits for.
 import { asc, inArray, notInArray, sql } from 'drizzle-orm';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { PostgresJsQueryResultHKT } from 'drizzle-orm/postgres-js';
@@ -19,12 +22,12 @@ interface Touched {
 }
 
 export interface KeyStore {
-  /** The first limiter database, where keys and tiers are read. */
+  /** The source of truth (the first limiter database, by their records), where keys and tiers are read. */
   readonly drizzle: Drizzle;
   /**
    * Makes a change with `write`, and copies the rows that `touched` names from the first database to every
-   * other, each in a transaction that commits once all of them have the rows, before the change commits on
-   * the first. Any failure before the commits (a database away) rolls it back everywhere: it is made
+   * other in order, each in a transaction that commits once all of them have the rows, before the change
+   * commits on the first. Any failure before the commits (a database away) rolls it back everywhere: it is made
    * nowhere. Only a database that fails in its very commit leaves it half made (on some databases and not
    * on the others), which the same change sent again, or the next start-up (syncKeysAndTiers), puts right.
    */
@@ -67,6 +70,7 @@ async function copyRows(db: Writer, tiers: readonly TierRow[], keys: readonly Ke
   }
 }
 
+/** `databases` in the order of their records (Database.limiters): the first is the source of truth. */
 export function keyStore(databases: readonly LimiterDatabase[]): KeyStore {
   const [first, ...others] = databases;
   if (others.length === 0) return { drizzle: first!.drizzle, change: (write) => write(first!.drizzle) };
@@ -99,42 +103,51 @@ export function keyStore(databases: readonly LimiterDatabase[]): KeyStore {
 }
 
 /**
- * Runs `copy` in a transaction on each of `others`, and commits them only once it has succeeded on all of
- * them: a database that fails (away, or refusing) rolls back every other. Settles once every transaction
+ * Runs `copy` in a transaction on each of `others`, one after another in their order (each holds the rows it
+ * wrote, and their locks, before the next is asked: the order of the locks is the databases' order, at
+ * every instance), and commits them only once it has succeeded on all of them: a database that fails (away,
+ * or refusing) rolls back every one before it, and the rest are never asked. Settles once every transaction
  * has ended, rejecting with the first failure.
  */
 async function onEveryOther(others: readonly LimiterDatabase[], copy: (db: Writer) => Promise<void>): Promise<void> {
-  const signals = others.map(() => {
-    let settle: { resolve: () => void; reject: (error: unknown) => void } | undefined;
-    const promise = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
-    return { promise, ...settle! };
-  });
-  const allCopied = Promise.all(signals.map((signal) => signal.promise));
-  allCopied.catch(() => {}); // each transaction awaits it, and fails with it
-  const outcomes = await Promise.allSettled(
-    others.map((other, i) =>
-      other.drizzle
-        .transaction(async (tx) => {
-          await copy(tx);
-          signals[i]!.resolve();
-          await allCopied;
-        })
-        .catch((error: unknown) => {
-          signals[i]!.reject(error); // one that failed before or in its copy stops the others from committing
-          throw error;
-        }),
-    ),
-  );
+  let decide!: { commit: () => void; abort: (error: unknown) => void };
+  const decided = new Promise<void>((resolve, reject) => (decide = { commit: resolve, abort: reject }));
+  decided.catch(() => {}); // each transaction awaits it, and fails with it
+  const transactions: Promise<void>[] = [];
+  let failure: { error: unknown } | undefined;
+  for (const other of others) {
+    const copied = new Promise<void>((resolve, reject) => {
+      const transaction = other.drizzle.transaction(async (tx) => {
+        await copy(tx);
+        resolve();
+        await decided;
+      });
+      transaction.catch(reject); // one that failed before or in its copy: the next is not asked
+      transactions.push(transaction);
+    });
+    try {
+      await copied;
+    } catch (error) {
+      failure = { error };
+      break;
+    }
+  }
+  if (failure === undefined) decide.commit();
+  else decide.abort(failure.error);
+  const outcomes = await Promise.allSettled(transactions);
+  if (failure !== undefined) throw failure.error;
   const failed = outcomes.find((outcome) => outcome.status === 'rejected');
   if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
 /**
- * Makes every other limiter database hold exactly the first one's keys and tiers: run at start-up, it puts
- * right what a change left half made (KeyStore.change) and fills a limiter database just added. The first
- * database's tables are locked meanwhile against every change (and every other sync), which waits for the
- * changes in flight, so nothing written between the read and the copy is lost. Returns the identities of
- * the databases that differed, and were so written.
+ * Makes every other limiter database hold exactly the first one's keys and tiers (`databases` in the order of
+ * their records: the first is the source of truth): run at start-up, it puts right what a change left half
+ * made (KeyStore.change) and fills a limiter database just added. The first database's tables are locked
+ * meanwhile against every change (and every other sync), which waits for the changes in flight, so nothing
+ * written between the read and the copy is lost; the others are written one after another in their order,
+ * the order in which changes lock them. Returns the identities of the databases that differed, and were so
+ * written.
  */
 export async function syncKeysAndTiers(databases: readonly LimiterDatabase[]): Promise<string[]> {
   const [first, ...others] = databases;
@@ -145,9 +158,10 @@ export async function syncKeysAndTiers(databases: readonly LimiterDatabase[]): P
     const keys = await tx.select().from(apiKeys).orderBy(asc(apiKeys.id));
     const tierDigest = JSON.stringify(tiers);
     const keyDigest = digestOf(keys);
-    const written = await Promise.all(
-      others.map((other) =>
-        other.drizzle.transaction(async (copy) => {
+    const written: (string | undefined)[] = [];
+    for (const other of others) {
+      written.push(
+        await other.drizzle.transaction(async (copy) => {
           const theirTiers = await copy.select().from(rateTiers).orderBy(asc(rateTiers.name));
           const theirKeys = await copy.select().from(apiKeys).orderBy(asc(apiKeys.id));
           if (JSON.stringify(theirTiers) === tierDigest && digestOf(theirKeys) === keyDigest) return undefined;
@@ -172,8 +186,8 @@ export async function syncKeysAndTiers(databases: readonly LimiterDatabase[]): P
             );
           return other.identity;
         }),
-      ),
-    );
+      );
+    }
     return written.filter((identity) => identity !== undefined);
   });
 }

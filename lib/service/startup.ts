@@ -5,7 +5,7 @@ import type { Context } from 'hono';
 import postgres, { type Sql } from 'postgres';
 import { type Database, openDatabase } from '../../db/client.ts';
 import { resolveDatabaseUrl } from '../../db/embedded.ts';
-import { databaseIdentity } from '../../db/identity.ts';
+import { databaseIdentity, recordIdentity } from '../../db/identity.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { pooledByUrl, probeServer } from '../../db/probe.ts';
 import * as schema from '../../db/schema.ts';
@@ -14,6 +14,7 @@ import { createLogger, type Logger } from '../http/logger.ts';
 import { loadCursorSecret } from '../pagination/cursor-secret.ts';
 import { demoRegistry } from '../pagination/demo-collections.ts';
 import { syncKeysAndTiers } from '../ratelimit/key-store.ts';
+import { inRecordOrder } from '../ratelimit/record-order.ts';
 import { type App, buildApp } from './app.ts';
 import { type Config, ConfigError, parseConfig } from './config.ts';
 
@@ -138,6 +139,11 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
   const cursorSecret = await onSession(directUrl, (session) => loadCursorSecret(drizzle(session, { schema }), config.cursorSecret));
   // rate_windows, which needs autovacuum, is where the limiter is.
   for (const limiterUrl of limiterUrls ?? [directUrl]) await onSession(limiterUrl, (session) => warnWithoutAutovacuum(session, logger));
+  // The limiter databases by their own records, not by the list's order: the first is the source of truth
+  // for keys and tiers, and changes lock them in this order, at every instance alike (record-order.ts).
+  const recorded = [];
+  for (const limiterUrl of limiterUrls ?? []) recorded.push({ url: limiterUrl, record: await onSession(limiterUrl, recordIdentity) });
+  const limiterOrder = limiterUrls === undefined ? undefined : inRecordOrder(recorded);
 
   // The direct URL was found to be no pooler: DATABASE_URL, when it is the same, need not be asked again.
   const isPooled = directUrl === url ? (pooledByUrl(url) ?? false) : await pooled(url);
@@ -148,12 +154,12 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
     poolTimeoutMs: config.poolTimeoutMs,
     pooled: isPooled,
     read: readUrl === undefined ? undefined : { url: readUrl, pooled: await pooled(readUrl) },
-    limiters: limiterUrls,
+    limiters: limiterOrder,
   });
   if (isPooled) log('DATABASE_URL leads to a transaction pooler: no named statements, no pipelining');
-  if (limiterUrls !== undefined) {
+  if (limiterOrder !== undefined) {
     log(
-      `Rate limiter on ${database.limiters.map((limiter) => limiter.identity).join(', ')}; keys and tiers from ${database.limiters[0]!.identity}`,
+      `Rate limiter on ${database.limiters.map((limiter) => limiter.identity).join(', ')}; keys and tiers from ${database.limiters[0]!.identity}, the oldest by its record`,
     );
     try {
       for (const identity of await syncKeysAndTiers(database.limiters)) log(`Keys and tiers copied to ${identity}`);
