@@ -114,3 +114,12 @@ export function listedRelations(model: CatalogModel): Relation[] {
 export function findRelation(model: CatalogModel, name: QualifiedName): Relation | undefined {
   return model.relations.find((relation) => relation.schema === name.schema && relation.name === name.name);
 }
+/** `schema.name` as files and messages write it: each part double-quoted unless lower-case letters, digits and underscores. */
+export function qualifiedName(name: QualifiedName): string {
+  return `${quoteIdentifier(name.schema)}.${quoteIdentifier(name.name)}`;
+}
+
+/** Bare when lower-case letters, digits and underscores (not checked against SQL's keywords: for display), double-quoted otherwise. */
+function quoteIdentifier(identifier: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(identifier) ? identifier : `"${identifier.replaceAll('"', '""')}"`;
+}
