@@ -3,16 +3,13 @@ import { Document, isSeq, visit } from 'yaml';
 import { type CatalogModel, type Column, listedRelations, qualifiedName, type Relation } from '../catalog/model.ts';
 import { JSON_SCHEMA_PATH } from './json-schema.ts';
 import { operatorsFor, servedByDefault, sortable, valueKind } from './kinds.ts';
-import { FIELD_NAME } from './names.ts';
+import { FIELD_NAME, PARAMETER_NAMES } from './names.ts';
 import { servingIndex, withKey } from './orders.ts';
 
 export interface InitOptions {
   /** The JSON Schema the file names for editors (relative to where it is saved). Default: docs/collections.schema.json. */
   readonly schema?: string;
 }
-
-/** Query parameters of the variants: init filters no field of these names (`page=3` would be read as the parameter). */
-const PARAMETERS = new Set(['limit', 'offset', 'sort', 'count', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after']);
 
 /**
  * The file `npm run collections -- init` prints, which the service serves as it is: every table with a
@@ -71,7 +68,7 @@ function tableEntry(relation: Relation, names: Set<string>): string[] | string {
   const filters = Object.fromEntries(
     columns
       .filter((column) => relation.indexes.some((index) => index.columns[0]?.column === column.name))
-      .filter((column) => operatorsFor(valueKind(column.type)!).includes('eq') && !PARAMETERS.has(column.name))
+      .filter((column) => operatorsFor(valueKind(column.type)!).includes('eq') && !PARAMETER_NAMES.has(column.name))
       .map((column) => [column.name, ['eq']]),
   );
   const entry = {

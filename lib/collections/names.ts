@@ -60,3 +60,20 @@ export function camelCase(name: string): string {
 
 /** What a field may be called: a query parameter names it bare (`title=`, `title[prefix]=`, `sort=-title`). */
 export const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** What a collection may be called: its path under /v1. */
+export const COLLECTION_NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
+
+/** The variants' query parameters: a field of one of these names filtered bare (`page=3`) would be read as the parameter. */
+export const PARAMETER_NAMES: ReadonlySet<string> = new Set([
+  'limit',
+  'offset',
+  'sort',
+  'count',
+  'page',
+  'page-size',
+  'cursor',
+  'since_id',
+  'before',
+  'after',
+]);

@@ -2,7 +2,7 @@
 import { type CatalogModel, type Column, findRelation, qualifiedName, type Relation } from '../catalog/model.ts';
 import { operatorsFor, servedByDefault, sortable, valueKind } from './kinds.ts';
 import type { Collection, CollectionField, CollectionKey, ServedOrder } from './model.ts';
-import { camelCase, FIELD_NAME, parseRelationName } from './names.ts';
+import { COLLECTION_NAME, camelCase, FIELD_NAME, PARAMETER_NAMES, parseRelationName } from './names.ts';
 import { type OrderKey, servingIndex, withKey } from './orders.ts';
 import { problemLine } from './problems.ts';
 import type { CollectionEntry, CollectionsFile, Operator, Variant } from './schema.ts';
@@ -29,9 +29,6 @@ const SORTED_PER_UNIT = 10_000;
 const UNKNOWN_SORT_UNITS = 100;
 /** Names a collection cannot take: the one under /v1 that is not a collection. */
 const RESERVED_NAMES = new Set(['keys']);
-/** Query parameters of the variants: a field filtered bare (`page=3`) would be read as one of them. */
-const PARAMETERS = new Set(['limit', 'offset', 'sort', 'count', 'page', 'page-size', 'cursor', 'since_id', 'before', 'after']);
-const COLLECTION_NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
 
 /** Checks `file` (parsed by parseCollectionsFile) against `catalog`; `source` is how problems name the file. */
 export function resolveCollections(file: CollectionsFile, catalog: CatalogModel, source: string): Resolution {
@@ -281,7 +278,7 @@ function resolveFilters(
     // Unsaid: equality on every column that leads a btree index.
     for (const field of fields) {
       const leads = relation.indexes.some((index) => index.columns[0]?.column === field.column.name);
-      if (leads && operatorsFor(field.kind).includes('eq') && !PARAMETERS.has(field.name)) filters[field.column.name] = ['eq'];
+      if (leads && operatorsFor(field.kind).includes('eq') && !PARAMETER_NAMES.has(field.name)) filters[field.column.name] = ['eq'];
     }
     return filters;
   }
@@ -295,7 +292,7 @@ function resolveFilters(
       report(`filter ${name}: ${wrong.join(', ')} is not meaningful for type ${field.column.type.formatted}, ${takes}`);
       continue;
     }
-    if (PARAMETERS.has(field.name)) {
+    if (PARAMETER_NAMES.has(field.name)) {
       report(
         `filter ${name}: field ${field.name} would be read as the query parameter ${field.name}; rename it with fieldNames or do not filter it`,
       );

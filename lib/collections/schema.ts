@@ -1,5 +1,6 @@
 // The collections file's schema (docs/collections.md): valibot, from which the file's types and its JSON Schema both come.
 import * as v from 'valibot';
+import { COLLECTION_NAME } from './names.ts';
 
 /** The pagination variants a collection may offer (docs/api.md, "Choosing the variant"). */
 const VARIANTS = ['offset', 'page', 'cursor', 'time'] as const;
@@ -29,7 +30,7 @@ const collection = v.strictObject(
     name: v.optional(
       v.pipe(
         v.string('must be a collection name'),
-        v.regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'must start with a letter and hold only letters, digits, _ and -'),
+        v.regex(COLLECTION_NAME, 'must start with a letter and hold only letters, digits, _ and -'),
         v.description("The collection's name, its path under /v1. Default: the relation's name."),
       ),
     ),
