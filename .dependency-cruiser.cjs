@@ -1,6 +1,7 @@
-// The layers of the code, bottom to top (README.md, "Working on it"): db/, then lib/http (the HTTP toolkit), lib/pagination,
-// lib/ratelimit, lib/openapi, and lib/service (the composition root) on top. A layer imports only layers below it, and
-// lib/ratelimit not lib/pagination either.
+// The layers of the code, bottom to top (README.md, "Working on it"): db/, then lib/catalog (the reader of PostgreSQL's
+// catalog), lib/collections (the collections file, checked against the catalog), lib/http (the HTTP toolkit),
+// lib/pagination, lib/ratelimit, lib/openapi, and lib/service (the composition root) on top. A layer imports only layers
+// below it, and lib/ratelimit not lib/pagination either.
 // `npm run lint:layers` (in `npm run lint`, so in `npm test`) checks them with dependency-cruiser.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -24,10 +25,28 @@ module.exports = {
       to: { path: '^lib/' },
     },
     {
+      name: 'catalog-is-the-bottom-of-lib',
+      comment:
+        "lib/catalog reads PostgreSQL's catalog into a typed model of relations, columns, types, keys and indexes; it is the " +
+        'one reader, and knows nothing of files, HTTP or pagination: whatever builds on the catalog imports it, never the reverse.',
+      severity: 'error',
+      from: { path: '^lib/catalog/' },
+      to: { path: '^lib/', pathNot: '^lib/catalog/' },
+    },
+    {
+      name: 'collections-on-the-catalog-only',
+      comment:
+        'lib/collections reads the collections file, checks it against the catalog model and derives what it leaves unsaid; ' +
+        'it builds on lib/catalog alone, so `init` and `check` run without the HTTP toolkit, pagination or the limiter.',
+      severity: 'error',
+      from: { path: '^lib/collections/' },
+      to: { path: '^lib/', pathNot: '^lib/(catalog|collections)/' },
+    },
+    {
       name: 'http-is-the-bottom-of-lib',
       comment:
-        'lib/http is an HTTP toolkit (errors, headers, compression, logging, shutdown) that every other folder of lib/ builds ' +
-        'on; it knows nothing of pagination, rate limits or the document. Wiring them together is lib/service.',
+        'lib/http is an HTTP toolkit (errors, headers, compression, logging, shutdown) that the folders of lib/ above it build ' +
+        'on; it knows nothing of the catalog, pagination, rate limits or the document. Wiring them together is lib/service.',
       severity: 'error',
       from: { path: '^lib/http/' },
       to: { path: '^lib/', pathNot: '^lib/http/' },

@@ -1,0 +1,355 @@
+// A collections file against the catalog model: every problem, one line each, and each good collection with what it left unsaid.
+import { type CatalogModel, type Column, findRelation, qualifiedName, type Relation } from '../catalog/model.ts';
+import { operatorsFor, servedByDefault, sortable, valueKind } from './kinds.ts';
+import type { Collection, CollectionField, CollectionKey, ServedOrder } from './model.ts';
+import { COLLECTION_NAME, camelCase, FIELD_NAME, PARAMETER_NAMES, parseRelationName } from './names.ts';
+import { type OrderKey, servingIndex, withKey } from './orders.ts';
+import { problemLine } from './problems.ts';
+import type { CollectionEntry, CollectionsFile, Operator, Variant } from './schema.ts';
+
+export interface Resolution {
+  /** The collections without problems. */
+  readonly collections: readonly Collection[];
+  /** Every problem, one line each (problemLine): the file is served only without any. */
+  readonly problems: readonly string[];
+}
+
+// The measured defaults of the demo collections (docs/rate-limit.md, "Cost" and "What the numbers rest on").
+const DEFAULT_PAGE_SIZE = { default: 20, max: 100 };
+const DEFAULT_COUNT_THRESHOLD = 10_000;
+const DEFAULT_VARIANTS: readonly Variant[] = ['offset', 'page', 'cursor'];
+const ITEMS_PER_UNIT = 50;
+const COUNTED_PER_UNIT = 5_000;
+/** Rows an offset skips per unit along the key's index (the table read in order) and along any other (read at random). */
+const SKIPPED_ALONG_KEY = 10_000;
+const SKIPPED_ALONG_OTHER = 1_000;
+/** A sort of a million rows without an index took 94 to 607 ms: about a unit per 10,000 rows. */
+const SORTED_PER_UNIT = 10_000;
+/** A relation without an estimate (a view, a table never analyzed) is priced as if a sort took this many units. */
+const UNKNOWN_SORT_UNITS = 100;
+/** Names a collection cannot take: the one under /v1 that is not a collection. */
+const RESERVED_NAMES = new Set(['keys']);
+
+/** Checks `file` (parsed by parseCollectionsFile) against `catalog`; `source` is how problems name the file. */
+export function resolveCollections(file: CollectionsFile, catalog: CatalogModel, source: string): Resolution {
+  const collections: Collection[] = [];
+  const problems: string[] = [];
+  const names = new Set<string>();
+  file.collections.forEach((entry, at) => {
+    const found: string[] = [];
+    const collection = resolveEntry(entry, catalog, (problem) => found.push(problem));
+    const label = collection?.name ?? entry.name ?? labelOf(entry, at);
+    if (collection && names.has(collection.name)) found.push(`the name ${collection.name} is taken by an earlier collection`);
+    if (collection) names.add(collection.name);
+    problems.push(...found.map((problem) => problemLine(source, label, problem)));
+    if (collection && found.length === 0) collections.push(collection);
+  });
+  return { collections, problems };
+}
+
+function labelOf(entry: CollectionEntry, at: number): string {
+  const relation = parseRelationName(entry.relation);
+  return typeof relation === 'string' ? `#${at + 1}` : relation.name;
+}
+
+type Report = (problem: string) => void;
+
+/** The collection, or undefined when a problem leaves nothing to check further (no relation, no key). */
+function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Report): Collection | undefined {
+  const relation = findEntryRelation(entry, catalog, report);
+  if (!relation) return undefined;
+  const name = entry.name ?? relation.name;
+  if (!COLLECTION_NAME.test(name))
+    report(`the relation's name ${name} is no collection name (a letter, then letters, digits, _ and -): give one with name`);
+  if (RESERVED_NAMES.has(name)) report(`the name ${name} is reserved`);
+
+  const where = `in ${qualifiedName(relation)}`;
+  const column = (name: string, what: string): Column | undefined => {
+    const found = relation.columns.find((column) => column.name === name);
+    if (!found)
+      report(
+        `${what} ${name}: no such column ${where}${suggestion(
+          name,
+          relation.columns.map((c) => c.name),
+        )}`,
+      );
+    return found;
+  };
+
+  const fields = resolveFields(entry, relation, column, report);
+  const exposed = (name: string, what: string): CollectionField | undefined => {
+    const field = fields.find((field) => field.column.name === name);
+    if (!field && column(name, what)) report(`${what} ${name} is not among the columns served`);
+    return field;
+  };
+  const key = resolveKey(entry, relation, exposed, report);
+  if (!key) return undefined;
+
+  const unindexedSorts = entry.unindexedSorts ?? false;
+  const orderOf = (order: readonly OrderKey[]): ServedOrder => {
+    const full = withKey(order, key.columns);
+    return { order: full, index: servingIndex(relation, full)?.name };
+  };
+  const orderable = (name: string, what: string): boolean => {
+    const field = exposed(name, what);
+    if (field && !sortable(field.kind)) report(`${what} ${name} is of type ${field.column.type.formatted}, which has no order to page by`);
+    return field !== undefined && sortable(field.kind);
+  };
+  const indexed = (served: ServedOrder, what: string) => {
+    if (served.index === undefined && !unindexedSorts) {
+      report(`${what}: no btree index serves it (${orderText(served.order)}); add one, or accept it with unindexedSorts: true`);
+    }
+  };
+
+  const sorts: Record<string, ServedOrder> = {};
+  if (entry.sort) {
+    for (const name of new Set(entry.sort)) {
+      if (!orderable(name, 'sort column')) continue;
+      sorts[name] = orderOf([{ column: name, descending: false }]);
+      indexed(sorts[name], `sort by ${name}`);
+    }
+  } else {
+    // Unsaid: every column an index serves the order of.
+    for (const field of fields) {
+      const served = orderOf([{ column: field.column.name, descending: false }]);
+      if (sortable(field.kind) && served.index !== undefined) sorts[field.column.name] = served;
+    }
+  }
+
+  const orderKeys = parseOrder(entry.order).filter((entry) => orderable(entry.column, 'order column'));
+  const order = orderOf(orderKeys);
+  indexed(order, 'the default order');
+
+  const variants = [...new Set(entry.variants ?? DEFAULT_VARIANTS)];
+  const defaultVariant = entry.defaultVariant ?? (variants.includes('cursor') ? 'cursor' : variants[0]!);
+  if (!variants.includes(defaultVariant)) report(`the default variant ${defaultVariant} is not among the variants`);
+  const timeColumn = resolveTimeColumn(entry, relation, variants, exposed, report);
+  if (timeColumn !== undefined) indexed(orderOf([{ column: timeColumn, descending: false }]), `the time variant's order by ${timeColumn}`);
+
+  const filters = resolveFilters(entry, relation, fields, exposed, report);
+  const pageSize = resolvePageSize(entry, report);
+
+  return {
+    name,
+    relation,
+    fields,
+    key,
+    variants,
+    defaultVariant,
+    ...(timeColumn === undefined ? {} : { timeColumn }),
+    filters,
+    sorts,
+    order,
+    unindexedSorts,
+    pageSize,
+    countThreshold: entry.countThreshold ?? DEFAULT_COUNT_THRESHOLD,
+    cost: resolveCost(entry, relation, key, { ...sorts, ...(orderKeys[0] ? { [orderKeys[0].column]: order } : {}) }, exposed),
+  };
+}
+
+function findEntryRelation(entry: CollectionEntry, catalog: CatalogModel, report: Report): Relation | undefined {
+  const name = parseRelationName(entry.relation);
+  if (typeof name === 'string') {
+    report(`relation ${entry.relation} ${name}`);
+    return undefined;
+  }
+  const relation = findRelation(catalog, name);
+  if (!relation) {
+    const near = catalog.relations.filter(
+      (r) => r.schema.toLowerCase() === name.schema.toLowerCase() && r.name.toLowerCase() === name.name.toLowerCase(),
+    );
+    const hint = near[0] ? ` (did you mean ${qualifiedName(near[0])}?)` : '';
+    report(`no relation ${qualifiedName(name)} in the database, or in the schemas read${hint}`);
+    return undefined;
+  }
+  if (relation.partitionOf) {
+    report(`${qualifiedName(relation)} is a partition of ${qualifiedName(relation.partitionOf)}: serve the partitioned table`);
+    return undefined;
+  }
+  return relation;
+}
+
+function resolveFields(
+  entry: CollectionEntry,
+  relation: Relation,
+  column: (name: string, what: string) => Column | undefined,
+  report: Report,
+): CollectionField[] {
+  const fields: CollectionField[] = [];
+  const columns = entry.columns
+    ? [...new Set(entry.columns)].map((name) => column(name, 'column')).filter((c) => c !== undefined)
+    : relation.columns.filter((c) => servedByDefault(valueKind(c.type)));
+  for (const c of columns) {
+    const kind = valueKind(c.type);
+    if (kind === undefined) {
+      report(`column ${c.name} is of type ${c.type.formatted}, which the service does not serve`);
+      continue;
+    }
+    if (!c.selectable) {
+      const fix = entry.columns ? 'grant it, or leave it out' : 'grant it, or list the columns to serve';
+      report(`column ${c.name}: the role may not SELECT it; ${fix}`);
+      continue;
+    }
+    const name = entry.fieldNames === 'camelCase' ? camelCase(c.name) : c.name;
+    if (!FIELD_NAME.test(name)) {
+      report(
+        `column ${c.name} would be field ${JSON.stringify(name)}, not a parameter name (letters, digits, _): use fieldNames: camelCase, or leave it out`,
+      );
+      continue;
+    }
+    const same = fields.find((field) => field.name === name);
+    if (same) report(`columns ${same.column.name} and ${c.name} would both be field ${name}`);
+    else fields.push({ name, column: c, kind });
+  }
+  return fields;
+}
+
+function resolveKey(
+  entry: CollectionEntry,
+  relation: Relation,
+  exposed: (name: string, what: string) => CollectionField | undefined,
+  report: Report,
+): CollectionKey | undefined {
+  const isView = relation.kind === 'view' || relation.kind === 'materialized view';
+  let key: CollectionKey;
+  if (entry.key) key = { columns: [...new Set(entry.key)], source: 'file' };
+  else if (relation.primaryKey) key = { columns: relation.primaryKey.columns, source: 'primary key' };
+  else if (relation.uniqueKeys[0]) key = { columns: relation.uniqueKeys[0].columns, source: 'unique key' };
+  else {
+    report(
+      isView
+        ? `a ${relation.kind} has no key the catalog knows: name its columns with key`
+        : 'it has no primary key nor unique key over NOT NULL columns: name one with key',
+    );
+    return undefined;
+  }
+  let usable = true;
+  for (const name of key.columns) {
+    const field = exposed(name, 'key column');
+    if (!field) usable = false;
+    else if (!sortable(field.kind)) {
+      report(`key column ${name} is of type ${field.column.type.formatted}, which cannot be a key`);
+      usable = false;
+    } else if (field.column.nullable && !isView) {
+      // A view's columns are all nullable as far as the catalog knows: the file vouches for its key.
+      report(`key column ${name} is nullable: a key's columns must be NOT NULL`);
+      usable = false;
+    }
+  }
+  return usable ? key : undefined;
+}
+
+function resolveTimeColumn(
+  entry: CollectionEntry,
+  relation: Relation,
+  variants: readonly Variant[],
+  exposed: (name: string, what: string) => CollectionField | undefined,
+  report: Report,
+): string | undefined {
+  if (!variants.includes('time')) {
+    if (entry.timeColumn !== undefined) report('timeColumn is set but the time variant is not offered');
+    return undefined;
+  }
+  if (entry.timeColumn === undefined) {
+    report('the time variant needs a timeColumn');
+    return undefined;
+  }
+  const field = exposed(entry.timeColumn, 'timeColumn');
+  if (!field) return undefined;
+  if (field.kind !== 'timestamptz' && field.kind !== 'timestamp') {
+    report(`timeColumn ${field.column.name} is of type ${field.column.type.formatted}, not a timestamp`);
+    return undefined;
+  }
+  if (field.column.nullable && relation.kind !== 'view' && relation.kind !== 'materialized view') {
+    report(`timeColumn ${field.column.name} is nullable: the time variant would never show its NULL rows`);
+  }
+  return field.column.name;
+}
+
+function resolveFilters(
+  entry: CollectionEntry,
+  relation: Relation,
+  fields: readonly CollectionField[],
+  exposed: (name: string, what: string) => CollectionField | undefined,
+  report: Report,
+): Record<string, readonly Operator[]> {
+  const filters: Record<string, readonly Operator[]> = {};
+  if (!entry.filters) {
+    // Unsaid: equality on every column that leads a btree index.
+    for (const field of fields) {
+      const leads = relation.indexes.some((index) => index.columns[0]?.column === field.column.name);
+      if (leads && operatorsFor(field.kind).includes('eq') && !PARAMETER_NAMES.has(field.name)) filters[field.column.name] = ['eq'];
+    }
+    return filters;
+  }
+  for (const [name, operators] of Object.entries(entry.filters)) {
+    const field = exposed(name, 'filter column');
+    if (!field) continue;
+    const meaningful = operatorsFor(field.kind);
+    const wrong = operators.filter((op) => !meaningful.includes(op));
+    if (wrong.length > 0) {
+      const takes = meaningful.length === 0 ? 'which takes no filters' : `which takes ${meaningful.join(', ')}`;
+      report(`filter ${name}: ${wrong.join(', ')} is not meaningful for type ${field.column.type.formatted}, ${takes}`);
+      continue;
+    }
+    if (PARAMETER_NAMES.has(field.name)) {
+      report(
+        `filter ${name}: field ${field.name} would be read as the query parameter ${field.name}; rename it with fieldNames or do not filter it`,
+      );
+      continue;
+    }
+    filters[name] = [...new Set(operators)];
+  }
+  return filters;
+}
+
+function resolvePageSize(entry: CollectionEntry, report: Report): { default: number; max: number } {
+  const max = entry.pageSize?.max ?? Math.max(DEFAULT_PAGE_SIZE.max, entry.pageSize?.default ?? 0);
+  const pageSize = { default: entry.pageSize?.default ?? Math.min(DEFAULT_PAGE_SIZE.default, max), max };
+  if (pageSize.default > pageSize.max) report(`pageSize.default ${pageSize.default} is over pageSize.max ${pageSize.max}`);
+  return pageSize;
+}
+
+function resolveCost(
+  entry: CollectionEntry,
+  relation: Relation,
+  key: CollectionKey,
+  orders: Readonly<Record<string, ServedOrder>>,
+  exposed: (name: string, what: string) => CollectionField | undefined,
+): Collection['cost'] {
+  const indexed: Record<string, number> = {};
+  for (const [column, served] of Object.entries(orders)) {
+    if (served.index === undefined) continue;
+    // The index whose leading columns are the key's reads the table in the key's order.
+    const alongKey = key.columns.every((name, at) => served.order[at]?.column === name);
+    indexed[column] = alongKey ? SKIPPED_ALONG_KEY : SKIPPED_ALONG_OTHER;
+  }
+  for (const [column, rows] of Object.entries(entry.cost?.indexed ?? {}))
+    if (exposed(column, 'cost.indexed column')) indexed[column] = rows;
+  const rows = relation.estimatedRows;
+  return {
+    itemsPerUnit: entry.cost?.itemsPerUnit ?? ITEMS_PER_UNIT,
+    countedPerUnit: entry.cost?.countedPerUnit ?? COUNTED_PER_UNIT,
+    indexed,
+    unindexedSort: entry.cost?.unindexedSort ?? (rows === undefined ? UNKNOWN_SORT_UNITS : Math.max(1, Math.ceil(rows / SORTED_PER_UNIT))),
+  };
+}
+
+/** The file's `order`: a list, or a comma list, of columns each optionally prefixed with `-`. */
+function parseOrder(order: CollectionEntry['order']): OrderKey[] {
+  const parts = order === undefined ? [] : typeof order === 'string' ? order.split(',') : order;
+  return parts
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+    .map((part) => (part.startsWith('-') ? { column: part.slice(1), descending: true } : { column: part, descending: false }));
+}
+
+function orderText(order: readonly OrderKey[]): string {
+  return order.map((entry) => (entry.descending ? `-${entry.column}` : entry.column)).join(', ');
+}
+
+/** ` (did you mean X?)` for a name that differs from one of `names` only in case. */
+function suggestion(name: string, names: readonly string[]): string {
+  const near = names.find((candidate) => candidate.toLowerCase() === name.toLowerCase());
+  return near === undefined ? '' : ` (did you mean ${near}?)`;
+}
