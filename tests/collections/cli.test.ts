@@ -1,0 +1,229 @@
+// `npm run collections -- init | check` (scripts/collections.ts), run as the operator runs it: a child process over a test database.
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { readCatalog } from '../../lib/catalog/read.ts';
+import { parseCollectionsFile } from '../../lib/collections/parse.ts';
+import { resolveCollections } from '../../lib/collections/resolve.ts';
+import { makeFixture } from '../catalog/fixture.ts';
+import { testDatabase } from '../helpers/db.ts';
+import { freePort } from '../helpers/processes.ts';
+
+const SCRIPT = fileURLToPath(new URL('../../scripts/collections.ts', import.meta.url));
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** The script with `args`, in `cwd`, with only PATH and `env` in its environment (no DATABASE_URL nor COLLECTIONS of ours). */
+function run(args: readonly string[], env: Record<string, string>, cwd: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SCRIPT, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+t.test('init and check against a database', async (t) => {
+  const database = await testDatabase(t);
+  await makeFixture(database);
+  const dir = t.testdir({});
+  const env = { DATABASE_URL: database.url };
+  const write = (name: string, text: string) => writeFileSync(path.join(dir, name), text);
+
+  t.test("init's file resolves against the same database with no problems, and check accepts it", async (t) => {
+    const init = await run(['init', '--schema', 'shop', '--schema', 'Music'], env, dir);
+    t.same([init.code, init.stderr], [0, ''], 'nothing on stderr');
+    t.ok(init.stdout.startsWith('# yaml-language-server: $schema='), 'nothing but the file on stdout');
+    const catalog = await readCatalog(database.sql, { schemas: ['shop', 'Music'], serviceSchema: 'service' });
+    const { collections, problems } = resolveCollections(parseCollectionsFile(init.stdout, 'init.yaml'), catalog, 'init.yaml');
+    t.same(problems, []);
+    t.same(
+      collections.map((collection) => collection.name),
+      ['Album', 'countries', 'film_actor', 'films', 'ledger', 'payments', 'spans'],
+    );
+
+    write('collections.yaml', init.stdout);
+    const check = await run(['check', 'collections.yaml'], env, dir);
+    t.same([check.code, check.stderr], [0, '']);
+    t.equal(check.stdout.split('\n').at(-2), 'collections.yaml can be served: 7 collections');
+    t.match(check.stdout, '\nfilms: shop.films (table), key film_id (primary key), variants offset, page, cursor (default)\n');
+    t.match(check.stdout, '\n  sort title: index films_title_idx; an offset costs 1 unit per 1000 rows skipped\n');
+    t.ok(check.stdout.startsWith('Album: "Music"."Album" (table), key AlbumId (primary key), variants offset, page, cursor (default)\n'));
+
+    const fromEnv = await run(['check'], { ...env, COLLECTIONS: 'collections.yaml' }, dir);
+    t.equal(fromEnv.stdout, check.stdout, 'COLLECTIONS names the file when no argument does');
+  });
+
+  t.test('init reads public unless told otherwise', async (t) => {
+    await database.sql.unsafe('create table public.widgets (id bigint primary key, name text not null)');
+    t.teardown(() => database.sql.unsafe('drop table public.widgets'));
+    const init = await run(['init'], env, dir);
+    t.same([init.code, init.stderr], [0, '']);
+    t.match(init.stdout, '\n  - relation: public.widgets\n');
+    t.notMatch(init.stdout, 'shop.', 'not the other schemas');
+    write('public.yaml', init.stdout);
+    const check = await run(['check', 'public.yaml'], env, dir);
+    t.same([check.code, check.stderr], [0, '']);
+  });
+
+  t.test('init over a schema without a table it can serve: the file with its comments, and a line that says so', async (t) => {
+    await database.sql.unsafe('create schema loose; create table loose.notes (body text)');
+    const init = await run(['init', '--schema', 'loose'], env, dir);
+    t.equal(init.code, 1);
+    t.equal(
+      init.stderr,
+      'No table of schema loose has a usable key: the file lists no collection (its comments say why; --schema names others)\n',
+    );
+    t.match(init.stdout, '  # loose.notes left out: no primary key nor unique key over NOT NULL columns\n');
+  });
+
+  t.test("check's report: the index serving each sort and filter, or what it costs without one", async (t) => {
+    write(
+      'films.yaml',
+      [
+        'collections:',
+        '  - relation: shop.films',
+        '    columns: [film_id, title, length_minutes, secret, updated_at]',
+        '    sort: [title, length_minutes]',
+        '    order: -title',
+        '    filters: { title: [eq, in, prefix], secret: [eq], updated_at: [gte] }',
+        '    unindexedSorts: true',
+        '  - relation: shop.payments',
+        '    variants: [time, cursor]',
+        '    timeColumn: paid_at',
+        '    pageSize: { default: 10, max: 50 }',
+        '  - relation: shop.film_titles',
+        '    key: [film_id]',
+        '    unindexedSorts: true',
+        '    sort: [title]',
+      ].join('\n'),
+    );
+    const check = await run(['check', 'films.yaml'], env, dir);
+    t.same([check.code, check.stderr], [0, '']);
+    t.equal(
+      check.stdout,
+      [
+        'films: shop.films (table), key film_id (primary key), variants offset, page, cursor (default)',
+        '  default order -title, -film_id: index films_title_idx; an offset costs 1 unit per 1000 rows skipped',
+        '  sort title: index films_title_idx; an offset costs 1 unit per 1000 rows skipped',
+        '  sort length_minutes: no index: every chunk reads and sorts the filtered rows, +1 unit',
+        '  filter title eq, in: index films_title_idx',
+        '  filter title prefix: index films_title_pattern_idx',
+        '  filter secret eq: no index leads with it: each chunk tests rows along its order until its page is full, which the cost rule does not charge for',
+        '  filter updated_at gte: no index leads with it (only the partial films_available_idx): each chunk tests rows along its order until its page is full, which the cost rule does not charge for',
+        '  count: exact under 10000 filtered rows (estimated from there on), 1 unit per 5000 rows counted; a chunk costs 1 unit per 50 items',
+        'payments: shop.payments (partitioned table), key paid_at, payment_id (primary key), variants time, cursor (default)',
+        '  default order paid_at, payment_id: index payments_pkey; an offset costs 1 unit per 10000 rows skipped',
+        '  sort paid_at: index payments_pkey; an offset costs 1 unit per 10000 rows skipped',
+        '  time variant by paid_at: as the sort above',
+        '  filter paid_at eq: index payments_pkey',
+        '  count: exact under 10000 filtered rows (estimated from there on), 1 unit per 5000 rows counted; a chunk costs 1 unit per 50 items',
+        'film_titles: shop.film_titles (view), key film_id (file), variants offset, page, cursor (default)',
+        '  default order film_id: no index: every chunk reads and sorts the filtered rows, +100 units (no estimate of its rows: a view, or a table never analyzed)',
+        '  sort title: no index: every chunk reads and sorts the filtered rows, +100 units (no estimate of its rows: a view, or a table never analyzed)',
+        '  count: exact under 10000 filtered rows (estimated from there on), 1 unit per 5000 rows counted; a chunk costs 1 unit per 50 items',
+        'films.yaml can be served: 3 collections',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  t.test('a bad file: each problem one line naming file and collection, exit code 1', async (t) => {
+    write(
+      'bad.yaml',
+      [
+        'collections:',
+        '  - relation: shop.films',
+        '    name: films',
+        '    columns: [film_id, Title, length_minutes]',
+        '    sort: [length_minutes]',
+        '  - relation: shop.film_titles',
+        '  - relation: shop.nowhere',
+        '  - relation: shop.countries',
+      ].join('\n'),
+    );
+    const check = await run(['check', 'bad.yaml'], env, dir);
+    t.equal(check.code, 1);
+    t.equal(
+      check.stderr,
+      [
+        'Invalid collections file bad.yaml, collection films: column Title: no such column in shop.films (did you mean title?)',
+        'Invalid collections file bad.yaml, collection films: sort by length_minutes: no btree index serves it (length_minutes, film_id); add one, or accept it with unindexedSorts: true',
+        'Invalid collections file bad.yaml, collection film_titles: a view has no key the catalog knows: name its columns with key',
+        'Invalid collections file bad.yaml, collection nowhere: no relation shop.nowhere in the database, or in the schemas read',
+        'bad.yaml cannot be served: 4 problems',
+        '',
+      ].join('\n'),
+    );
+    t.match(check.stdout, /^countries: shop\.countries \(table\)/, 'the collections without problems are reported all the same');
+    t.notMatch(check.stdout, 'can be served');
+
+    write('broken.yaml', 'collections:\n  - relation: shop.films\n    sorts: [title]\n');
+    const shape = await run(['check', 'broken.yaml'], env, dir);
+    t.same(shape, {
+      code: 1,
+      stdout: '',
+      stderr: 'Invalid collections file broken.yaml, collection films: sorts is not a setting\nbroken.yaml cannot be served: 1 problem\n',
+    });
+  });
+
+  t.test('errors: one line on stderr, exit code 1, nothing on stdout', async (t) => {
+    const port = await freePort();
+    const refused = `postgres://postgres@127.0.0.1:${port}/nothing`;
+    const cases: [string, string[], Record<string, string>, string][] = [
+      ['no command', [], env, 'No command: expected init or check (npm run --silent collections -- help)'],
+      ['an unknown command', ['inti'], env, 'Unknown command "inti": expected init or check (npm run --silent collections -- help)'],
+      [
+        'no DATABASE_URL',
+        ['init'],
+        {},
+        'DATABASE_URL is not set: init reads the catalog of the database it names (DATABASE_URL=postgres://user@host:5432/dbname)',
+      ],
+      [
+        'a DATABASE_URL that is no URL',
+        ['init'],
+        { DATABASE_URL: 'localhost' },
+        'Invalid DATABASE_URL: expected a postgres:// or postgresql:// URL',
+      ],
+      [
+        'connection refused',
+        ['init'],
+        { DATABASE_URL: refused },
+        `Cannot read the catalog of 127.0.0.1:${port}/nothing: connection refused`,
+      ],
+      ['a schema not in the database', ['init', '--schema', 'Shop'], env, 'No schema "Shop" in the database (did you mean shop?)'],
+      [
+        "the service's own schema",
+        ['init', '--schema', 'paginated_collections'],
+        env,
+        "Schema paginated_collections is the service's own: it holds no collections",
+      ],
+      ['an unknown option', ['init', '--schemas', 'shop'], env, "Invalid arguments to init: Unknown option '--schemas'"],
+      [
+        'check without a file',
+        ['check'],
+        env,
+        'No collections file: name it (npm run --silent collections -- check collections.yaml) or set COLLECTIONS; init writes one (npm run --silent collections -- init > collections.yaml)',
+      ],
+      ['check of a file that is not there', ['check', 'missing.yaml'], env, 'Cannot read collections file missing.yaml: no such file'],
+    ];
+    for (const [name, args, caseEnv, line] of cases) {
+      t.same(await run(args, caseEnv, dir), { code: 1, stdout: '', stderr: `${line}\n` }, name);
+    }
+    write('ok.yaml', 'collections: [{relation: shop.countries}]\n');
+    t.same(
+      await run(['check', 'ok.yaml'], { DATABASE_URL: refused }, dir),
+      { code: 1, stdout: '', stderr: `Cannot read the catalog of 127.0.0.1:${port}/nothing: connection refused\n` },
+      'check, connection refused',
+    );
+  });
+});
