@@ -143,7 +143,15 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
     unindexedSorts,
     pageSize,
     countThreshold: entry.countThreshold ?? DEFAULT_COUNT_THRESHOLD,
-    cost: resolveCost(entry, relation, key, { ...sorts, ...(orderKeys[0] ? { [orderKeys[0].column]: order } : {}) }, exposed),
+    // The key's own order is priced too: every order ends with it, and a file that sorts by other columns
+    // only still pages by the key by default.
+    cost: resolveCost(
+      entry,
+      relation,
+      key,
+      { [key.columns[0]!]: orderOf([]), ...sorts, ...(orderKeys[0] ? { [orderKeys[0].column]: order } : {}) },
+      exposed,
+    ),
   };
 }
 
