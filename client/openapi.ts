@@ -291,7 +291,7 @@ export interface components {
              */
             href: string;
         };
-        /** @description application/problem+json (RFC 9457). Codes by status: 400 invalid_parameter, invalid_cursor; 401 invalid_api_key, unauthorized; 403 forbidden; 404 not_found; 405 method_not_allowed; 408 request_timeout; 413 payload_too_large; 429 Request_limit_exceeded, Concurrency_limit_exceeded; 431 headers_too_large; 500 internal_error; 503 unavailable. */
+        /** @description application/problem+json (RFC 9457). Codes by status: 400 invalid_parameter, invalid_cursor; 401 invalid_api_key, unauthorized; 403 forbidden, Cost_exceeds_allowance; 404 not_found; 405 method_not_allowed; 408 request_timeout; 413 payload_too_large; 429 Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded; 431 headers_too_large; 500 internal_error; 503 unavailable. */
         Problem: {
             /** @constant */
             type: "about:blank";
@@ -304,7 +304,7 @@ export interface components {
              * @description Machine-readable: one of the codes listed
              * @enum {string}
              */
-            code: "invalid_parameter" | "invalid_cursor" | "invalid_api_key" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "headers_too_large" | "unavailable" | "internal_error";
+            code: "invalid_parameter" | "invalid_cursor" | "invalid_api_key" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded" | "Cost_exceeds_allowance" | "headers_too_large" | "unavailable" | "internal_error";
             /** @description The named parts of the request (parameters, body fields, headers) that are wrong, one entry each */
             invalid_params?: {
                 name: string;
@@ -694,7 +694,37 @@ export interface operations {
                     };
                 };
             };
-            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            /** @description The request costs more than the whole allowance of its tier: waiting would not help (Cost_exceeds_allowance) */
+            403: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @enum {unknown} */
+                        code?: "Cost_exceeds_allowance";
+                    };
+                };
+            };
+            /** @description The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded) */
             429: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -722,7 +752,7 @@ export interface operations {
                         /** @constant */
                         status?: 429;
                         /** @enum {unknown} */
-                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded";
+                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded";
                     };
                 };
             };
@@ -833,7 +863,30 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            /** @description The request costs more than the whole allowance of its tier: waiting would not help (Cost_exceeds_allowance) */
+            403: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded) */
             429: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1049,7 +1102,37 @@ export interface operations {
                     };
                 };
             };
-            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            /** @description The request costs more than the whole allowance of its tier: waiting would not help (Cost_exceeds_allowance) */
+            403: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @enum {unknown} */
+                        code?: "Cost_exceeds_allowance";
+                    };
+                };
+            };
+            /** @description The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded) */
             429: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1077,7 +1160,7 @@ export interface operations {
                         /** @constant */
                         status?: 429;
                         /** @enum {unknown} */
-                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded";
+                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded";
                     };
                 };
             };
@@ -1263,7 +1346,30 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            /** @description The request costs more than the whole allowance of its tier: waiting would not help (Cost_exceeds_allowance) */
+            403: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded) */
             429: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1467,7 +1573,37 @@ export interface operations {
                     };
                 };
             };
-            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            /** @description The request costs more than the whole allowance of its tier: waiting would not help (Cost_exceeds_allowance) */
+            403: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @enum {unknown} */
+                        code?: "Cost_exceeds_allowance";
+                    };
+                };
+            };
+            /** @description The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded) */
             429: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1495,7 +1631,7 @@ export interface operations {
                         /** @constant */
                         status?: 429;
                         /** @enum {unknown} */
-                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded";
+                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded";
                     };
                 };
             };
@@ -1669,7 +1805,30 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            /** @description The request costs more than the whole allowance of its tier: waiting would not help (Cost_exceeds_allowance) */
+            403: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded) */
             429: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1867,7 +2026,37 @@ export interface operations {
                     };
                 };
             };
-            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            /** @description The request costs more than the whole allowance of its tier: waiting would not help (Cost_exceeds_allowance) */
+            403: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @enum {unknown} */
+                        code?: "Cost_exceeds_allowance";
+                    };
+                };
+            };
+            /** @description The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded) */
             429: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1895,7 +2084,7 @@ export interface operations {
                         /** @constant */
                         status?: 429;
                         /** @enum {unknown} */
-                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded";
+                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded";
                     };
                 };
             };
@@ -2063,7 +2252,30 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            /** @description The request costs more than the whole allowance of its tier: waiting would not help (Cost_exceeds_allowance) */
+            403: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded) */
             429: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -2182,6 +2394,36 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request costs more than the whole allowance of its tier: waiting would not help (Cost_exceeds_allowance) */
+            403: {
+                headers: {
+                    /** @description The client's allowance: units per window of its tier */
+                    "X-RateLimit-Limit": number;
+                    /** @description Units left after this request; requests costing that much in all, sent one after another, are served */
+                    "X-RateLimit-Remaining": number;
+                    /** @description The Unix second at which the whole allowance is back; on a 429 `Request_limit_exceeded`, the second at which this request first fits */
+                    "X-RateLimit-Reset": number;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, its allowance `q` and its window `w` in seconds, e.g. `"free";q=600;w=60` */
+                    "RateLimit-Policy": string;
+                    /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
+                    RateLimit: string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @enum {unknown} */
+                        code?: "Cost_exceeds_allowance";
+                    };
+                };
+            };
             /** @description The body is over 4096 bytes (payload_too_large) */
             413: {
                 headers: {
@@ -2212,7 +2454,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The allowance is used up, or too many requests are in flight: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded) */
+            /** @description The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After (Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded) */
             429: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -2240,7 +2482,7 @@ export interface operations {
                         /** @constant */
                         status?: 429;
                         /** @enum {unknown} */
-                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded";
+                        code?: "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded";
                     };
                 };
             };

@@ -48,9 +48,29 @@ export interface LimiterDatabase {
   readonly drizzle: Drizzle;
 }
 
+/**
+ * A request's budget of PostgreSQL time, kept by the rate limiter (docs/rate-limit.md, "Statement budgets"):
+ * how long its next statement may run, and what its statements used by the server's clock.
+ */
+export interface StatementBudget {
+  /** Milliseconds the next statement may run: its `statement_timeout`. */
+  timeoutMs(): number;
+  /** A statement of the request ran for `ms` milliseconds, measured by the server. */
+  used(ms: number): void;
+  /** What a statement its budget cancelled rejects with (the request's answer). */
+  exceeded(): Error;
+}
+
 export interface Database {
   readonly sql: Sql;
   readonly drizzle: Drizzle;
+  /**
+   * The pool's `statement_timeout` in ms; undefined behind a transaction pooler, where no session setting
+   * can be made, so no statement is timed or budgeted there.
+   */
+  readonly statementTimeoutMs: number | undefined;
+  /** Set on a request's own view of the database: its statements are timed and bounded by it (lib/pagination/shapes.ts). */
+  readonly budget?: StatementBudget;
   /**
    * The rate limiter's databases, in the order of DatabaseOptions.limiters: at start-up, that of their own
    * records (lib/ratelimit/record-order.ts), the first holding the keys and tiers every other copies
@@ -192,16 +212,17 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     },
   };
   let reads: Database;
-  const on = (client: Sql): Database => ({
+  const on = (client: Sql, clientPooled: boolean): Database => ({
     ...shared,
+    statementTimeoutMs: clientPooled ? undefined : statementTimeoutMs,
     sql: client,
     drizzle: drizzle(client, { schema }),
     get reads() {
       return reads;
     },
   });
-  const database = on(sql);
-  reads = readSql ? on(readSql) : database;
+  const database = on(sql, pooled);
+  reads = readSql ? on(readSql, options.read?.pooled ?? false) : database;
   return database;
 }
 

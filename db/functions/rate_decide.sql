@@ -4,11 +4,16 @@
 --
 -- Decision i is for the key whose SHA-256 (in hex) is p_key_hashes[i] (its subject is `key:<id>`, its tier the
 -- key's), or, when that is NULL or names no live key, for p_ip_subjects[i] on tier p_ip_tiers[i]; an
--- unknown or revoked key is a 401 counted against the IP (docs/api.md). It costs p_costs[i] units, capped at
--- the tier's allowance, and takes a lease of p_lease_ttl seconds (0: no concurrency cap).
+-- unknown or revoked key is a 401 counted against the IP (docs/api.md). It costs p_costs[i] units and takes a
+-- lease of p_lease_ttl seconds (0: no concurrency cap). A cost above the tier's whole allowance could never be
+-- paid within a window: such a request is refused as such (outcome `cost`, nothing charged, no lease), except
+-- that an invalid key's is capped at the allowance and charged to its address.
 -- p_clock_offsets[i] moves the database clock for tests only; the service always passes 0. Release j may
 -- give back p_release_refunds[j] units (a 304's, docs/rate-limit.md, "Conditional requests are free") to the
--- bucket that expires at p_release_refund_expiries[j]: the `reset` of its decision, which returns `charged`.
+-- bucket that expires at p_release_refund_expiries[j]: the `reset` of its decision, which returns `charged`;
+-- a negative refund is a debt, kept over later windows of p_release_windows[j] seconds, at most
+-- p_release_allowances[j] units a window (rate_refund). Each row returns the tier's `concurrency`, by which
+-- the instance shares what the client has left among its requests in flight (statement budgets).
 --
 -- Bucketed sliding window, exact for its rule: with bucket length b = max(1, floor(W / 60)) seconds, a
 -- unit served at time u in the bucket starting at s = floor(u / b) * b counts until s + b + W (an integer
@@ -40,7 +45,9 @@ CREATE OR REPLACE FUNCTION rate_decide(
   p_release_slots integer[],
   p_release_tokens bigint[],
   p_release_refunds integer[] DEFAULT NULL,
-  p_release_refund_expiries bigint[] DEFAULT NULL
+  p_release_refund_expiries bigint[] DEFAULT NULL,
+  p_release_allowances integer[] DEFAULT NULL,
+  p_release_windows integer[] DEFAULT NULL
 ) RETURNS TABLE (
   idx integer,
   outcome text,
@@ -55,7 +62,8 @@ CREATE OR REPLACE FUNCTION rate_decide(
   now_second bigint,
   lease_slot integer,
   lease_token bigint,
-  charged integer
+  charged integer,
+  concurrency integer
 )
 LANGUAGE plpgsql VOLATILE
 -- Plan the statements below once per connection, not at every call: a custom plan for the batch query
@@ -123,6 +131,8 @@ DECLARE
   e_outcome text;
   e_refund integer;
   e_refund_expiry bigint;
+  e_refund_allowance integer;
+  e_refund_window integer;
   v_refunded integer;
 BEGIN
   -- One subject: every decision for the same key hash, IP subject and tier, every release of that subject
@@ -149,14 +159,16 @@ BEGIN
   ELSE
     OPEN v_rows FOR
     SELECT x.* FROM (
-      SELECT 0 AS kind, NULL::integer AS idx, rel.subject, rel.slot, rel.token, rel.refund, rel.refund_expiry, NULL::text AS ip_tier,
+      SELECT 0 AS kind, NULL::integer AS idx, rel.subject, rel.slot, rel.token, rel.refund, rel.refund_expiry,
+             rel.refund_allowance, rel.refund_window, NULL::text AS ip_tier,
              NULL::text AS tier, NULL::text AS key_id, NULL::integer AS allowance, NULL::integer AS window_seconds,
              NULL::integer AS concurrency, NULL::integer AS cost, NULL::double precision AS clock_offset,
              NULL::text AS outcome
-        FROM unnest(p_release_subjects, p_release_slots, p_release_tokens, p_release_refunds, p_release_refund_expiries)
-               AS rel(subject, slot, token, refund, refund_expiry)
+        FROM unnest(p_release_subjects, p_release_slots, p_release_tokens, p_release_refunds, p_release_refund_expiries,
+                    p_release_allowances, p_release_windows)
+               AS rel(subject, slot, token, refund, refund_expiry, refund_allowance, refund_window)
       UNION ALL
-      SELECT 1, d.idx::integer, coalesce('key:' || k.id, d.ip_subject), NULL, NULL, NULL, NULL, d.ip_tier,
+      SELECT 1, d.idx::integer, coalesce('key:' || k.id, d.ip_subject), NULL, NULL, NULL, NULL, NULL, NULL, d.ip_tier,
              t.name, k.id, t.allowance, t.window_seconds, t.concurrency, d.cost, d.clock_offset,
              CASE WHEN d.key_hash IS NOT NULL AND k.id IS NULL THEN 'invalid_key' ELSE 'ok' END
         FROM unnest(p_key_hashes, p_ip_subjects, p_ip_tiers, p_costs, p_clock_offsets) WITH ORDINALITY
@@ -182,11 +194,12 @@ BEGIN
       ELSIF v_entry <= v_releases THEN
         e_kind := 0; e_slot := p_release_slots[v_entry]; e_token := p_release_tokens[v_entry];
         e_refund := p_release_refunds[v_entry]; e_refund_expiry := p_release_refund_expiries[v_entry];
+        e_refund_allowance := p_release_allowances[v_entry]; e_refund_window := p_release_windows[v_entry];
       ELSE
         e_kind := 1; e_idx := v_entry - v_releases; e_cost := p_costs[e_idx]; e_clock_offset := p_clock_offsets[e_idx];
       END IF;
     ELSE
-      FETCH v_rows INTO e_kind, e_idx, e_subject, e_slot, e_token, e_refund, e_refund_expiry, e_ip_tier, e_tier, e_key_id, e_allowance, e_window_seconds,
+      FETCH v_rows INTO e_kind, e_idx, e_subject, e_slot, e_token, e_refund, e_refund_expiry, e_refund_allowance, e_refund_window, e_ip_tier, e_tier, e_key_id, e_allowance, e_window_seconds,
         e_concurrency, e_cost, e_clock_offset, e_outcome;
       v_done := NOT FOUND;
     END IF;
@@ -217,11 +230,14 @@ BEGIN
     IF e_kind = 0 THEN
       -- A release: the slot is freed only while this lease still holds it (an out-of-range slot reads NULL).
       IF v_found AND v_tokens[e_slot] = e_token THEN
-        -- A refund (a 304's units, or a count's settlement: negative charges more) goes back with the first release of its lease only: a release sent again
-        -- finds the lease released already (0), so the units never go back twice.
+        -- A refund (a 304's units, or a settlement: negative charges more, a debt) goes back with the first release of its lease only: a release sent again
+        -- finds the lease released already (0), so the units never go back twice. A debt's buckets count, so the
+        -- row is not quiet before the last of them expires.
         IF e_refund <> 0 AND v_lease_expires[e_slot] <> 0 THEN
-          SELECT f.units, f.refunded INTO v_units, v_refunded FROM rate_refund(v_expires, v_units, e_refund_expiry, e_refund) f;
+          SELECT f.expires, f.units, f.refunded INTO v_expires, v_units, v_refunded
+            FROM rate_refund(v_expires, v_units, e_refund_expiry, e_refund, v_used, e_refund_allowance, e_refund_window) f;
           v_used := v_used - v_refunded;
+          v_quiet := greatest(v_quiet, v_expires[array_length(v_expires, 1)]);
         END IF;
         v_lease_expires[e_slot] := 0;
         v_dirty := true;
@@ -245,10 +261,10 @@ BEGIN
 
     -- The row this function returns for decision e_idx, completed on each path below.
     idx := e_idx; subject := v_subject; tier := e_tier; key_id := e_key_id;
-    allowance := e_allowance; window_seconds := e_window_seconds;
+    allowance := e_allowance; window_seconds := e_window_seconds; concurrency := e_concurrency;
     lease_slot := NULL; lease_token := NULL; retry_after := 0; charged := 0;
-    -- A request never costs more than its tier's whole allowance, so it always fits eventually
-    -- (docs/rate-limit.md, "Cost").
+    -- What is charged never exceeds the tier's whole allowance, so a request always fits eventually: a valid
+    -- one that costs more is refused below; an invalid key's is capped (docs/rate-limit.md, "Cost").
     v_cost := least(greatest(e_cost, 1), e_allowance);
     v_now := extract(epoch FROM clock_timestamp()) + e_clock_offset;
     now_second := floor(v_now)::bigint;
@@ -267,6 +283,15 @@ BEGIN
       v_units := v_units[v_first:];
       v_n := v_n - v_first + 1;
       v_dirty := true;
+    END IF;
+
+    IF e_cost > e_allowance AND e_outcome = 'ok' THEN
+      -- More than a whole window's allowance: it would never fit, so it is refused as such, whatever is left;
+      -- nothing charged. Reset keeps its success meaning.
+      outcome := 'cost'; remaining := greatest(e_allowance - v_used, 0);
+      reset := coalesce(v_expires[v_n], now_second);
+      RETURN NEXT;
+      CONTINUE;
     END IF;
 
     IF v_used + v_cost > e_allowance THEN

@@ -17,6 +17,8 @@ export const errorStatus = {
   payload_too_large: 413,
   Request_limit_exceeded: 429,
   Concurrency_limit_exceeded: 429,
+  Query_limit_exceeded: 429,
+  Cost_exceeds_allowance: 403,
   headers_too_large: 431,
   unavailable: 503,
   internal_error: 500,

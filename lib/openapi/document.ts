@@ -38,8 +38,7 @@ function json(description: string, schema: Schema, responseHeaders: Record<strin
 }
 
 /** A problem+json response of one status: the shared schema, narrowed to the codes of that status. */
-function problem(status: number, description: string, responseHeaders: Record<string, Schema> = {}): Schema {
-  const codes = codesOf(status);
+function problem(status: number, description: string, responseHeaders: Record<string, Schema> = {}, codes = codesOf(status)): Schema {
   const schema = { allOf: [ref('Problem'), { type: 'object', properties: { status: { const: status }, code: { enum: codes } } }] };
   // Every 401 challenges (RFC 9110, section 11.6.1).
   const challenge = status === 401 ? headers(['WWW-Authenticate']) : {};
@@ -58,7 +57,14 @@ const PUBLIC: Schema[] = [];
 /** The answers every request under /v1 may get besides its own: the limiter's, and the database away. */
 function limitedErrors(): Record<string, Schema> {
   return {
-    '429': problem(429, 'The allowance is used up, or too many requests are in flight: wait Retry-After', withRetry),
+    '403': problem(403, 'The request costs more than the whole allowance of its tier: waiting would not help', rateLimited, [
+      'Cost_exceeds_allowance',
+    ]),
+    '429': problem(
+      429,
+      'The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After',
+      withRetry,
+    ),
     '503': problem(503, 'The database is away or too slow: try again after Retry-After', headers(['Retry-After'])),
   };
 }
@@ -166,7 +172,7 @@ function collectionPath(collection: Collection): Schema {
 
 const adminErrors = {
   '401': problem(401, 'No Authorization header'),
-  '403': problem(403, 'The admin token is not valid'),
+  '403': problem(403, 'The admin token is not valid', {}, ['forbidden']),
 };
 
 function tier(): Schema {

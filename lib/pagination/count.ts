@@ -1,5 +1,6 @@
 // The size of a filtered collection: exact (count(*)), estimated (the planner's estimate), or none.
 import { sql } from 'drizzle-orm';
+import type { Sql } from 'postgres';
 import type { Database } from '../../db/client.ts';
 import { invalidParameter } from '../http/errors.ts';
 import { type Filter, filterCondition, filtersKey, filterValues } from './filters.ts';
@@ -58,8 +59,11 @@ interface KeptEstimate {
   value?: number;
 }
 
-/** Per database (a replica's statistics are its own), in the order they were asked for. */
-const keptEstimates = new WeakMap<Database, Map<string, KeptEstimate>>();
+/**
+ * Per pool (a replica's statistics are its own), in the order they were asked for: a request's own view of
+ * the database (Database.budget) shares its pool's.
+ */
+const keptEstimates = new WeakMap<Sql, Map<string, KeptEstimate>>();
 
 /**
  * The planner's row estimate of the filtered set: a prepared EXPLAIN, which PostgreSQL plans for the values
@@ -70,10 +74,10 @@ const keptEstimates = new WeakMap<Database, Map<string, KeptEstimate>>();
 export function estimateItems(database: Database, collection: Collection, filters: readonly Filter[]): number | Promise<number> {
   const values = valuesOf(collection, filters);
   const key = `${collectionKey(collection)}|estimate|${filtersKey(filters)}`;
-  let kept = keptEstimates.get(database);
+  let kept = keptEstimates.get(database.sql);
   if (kept === undefined) {
     kept = new Map();
-    keptEstimates.set(database, kept);
+    keptEstimates.set(database.sql, kept);
   }
   const keptKey = `${key}|${JSON.stringify(values)}`;
   const now = performance.now();

@@ -5,7 +5,7 @@
 // arrays, read by position: no Drizzle work per request (docs/operations.md, "Prepared statements").
 import { is, Placeholder, sql } from 'drizzle-orm';
 import type { Sql } from 'postgres';
-import type { Database } from '../../db/client.ts';
+import type { Database, StatementBudget } from '../../db/client.ts';
 import { formatEpoch } from '../../db/timestamps.ts';
 import type { Collection } from './registry.ts';
 
@@ -60,11 +60,23 @@ export const SHAPE_CACHE_SIZE = 500;
  */
 export const NAMED_SHAPES = 500;
 
+/** A read's rows, and how long its statement ran by the server's clock (undefined: not timed). */
+interface Read {
+  readonly rows: unknown[][];
+  readonly ms: number | undefined;
+}
+
+/** A read asked for and not yet sent: its answer, and the budgets of the requests that joined it. */
+interface Unsent {
+  readonly read: Promise<Read>;
+  readonly budgets: StatementBudget[];
+}
+
 interface PoolShapes {
   readonly built: Lru<string, Shape>;
   readonly named: Set<string>;
   /** Reads asked for and not yet sent, by shape and parameters: see runShape. */
-  readonly unsent: Map<Shape, Map<string, Promise<unknown[][]>>>;
+  readonly unsent: Map<Shape, Map<string, Unsent>>;
 }
 
 // Statements are prepared per connection, so shapes are kept per pool; a pool that is gone takes its shapes.
@@ -135,35 +147,117 @@ export function shapeOf(database: Database, key: string, build: () => Built): Sh
  * values joins it. Requests that a limiter's decision let through together, or that arrived together, ask
  * for the same chunk together; each would otherwise have PostgreSQL read and send the same rows. Sent
  * after every request that joins it arrived, the statement sees what each of them would have seen alone
- * (docs/operations.md, "Identical reads share a statement").
+ * (docs/operations.md, "Identical reads share a statement"). On a request's own view of the database (with a
+ * budget: Database.budget), the statement is timed by the server's clock and may run no longer than the
+ * budget allows; its time is told to the budget.
  */
 export function runShape(database: Database, shape: Shape, values: Readonly<Record<string, unknown>>): Promise<unknown[][]> {
   const params = shape.slots.map((name) => values[name]);
   const pool = pools.get(database.sql);
+  const budget = database.statementTimeoutMs === undefined ? undefined : database.budget;
   // No shape was built on this pool: none of its reads can be joined.
-  if (pool === undefined) return send(database, shape, params);
+  if (pool === undefined) return charged(send(database, shape, params, budget ? [budget] : []), budget);
   const key = JSON.stringify(params);
   const reads = pool.unsent.get(shape);
   const joined = reads?.get(key);
-  if (joined !== undefined) return joined;
-  const unsent = reads ?? new Map<string, Promise<unknown[][]>>();
+  if (joined !== undefined) {
+    if (budget !== undefined) joined.budgets.push(budget);
+    return charged(joined.read, budget);
+  }
+  const unsent = reads ?? new Map<string, Unsent>();
   if (reads === undefined) pool.unsent.set(shape, unsent);
-  const read = new Promise<unknown[][]>((resolve, reject) => {
+  const budgets: StatementBudget[] = budget ? [budget] : [];
+  const read = new Promise<Read>((resolve, reject) => {
     setImmediate(() => {
       unsent.delete(key);
       if (unsent.size === 0) pool.unsent.delete(shape);
-      send(database, shape, params).then(resolve, reject);
+      send(database, shape, params, budgets).then(resolve, reject);
     });
   });
-  unsent.set(key, read);
-  return read;
+  unsent.set(key, { read, budgets });
+  return charged(read, budget);
 }
 
-function send(database: Database, shape: Shape, params: unknown[]): Promise<unknown[][]> {
+/**
+ * A read's rows, its time told to the request's budget: each request that joined a read is told the
+ * statement's whole time, what it would have cost it alone. A statement its budget cancelled answers the
+ * budget's error, once its time is told.
+ */
+function charged(read: Promise<Read>, budget: StatementBudget | undefined): Promise<unknown[][]> {
+  return read.then(
+    (done) => {
+      if (budget !== undefined && done.ms !== undefined) budget.used(done.ms);
+      return done.rows;
+    },
+    (error: unknown) => {
+      if (!(error instanceof Cancelled)) throw error;
+      if (budget === undefined) throw error.cause;
+      budget.used(error.ms);
+      throw budget.exceeded();
+    },
+  );
+}
+
+/** A timed statement cancelled by the timeout of its budgets, after `ms` on the server. */
+class Cancelled extends Error {
+  readonly ms: number;
+  constructor(ms: number, cause: unknown) {
+    super('Cancelled by its statement budget', { cause });
+    this.ms = ms;
+  }
+}
+
+/**
+ * The statement before a timed one sets the connection's statement_timeout for it and reads the server's
+ * clock; the one after reads the clock again and sets the pool's timeout back. Sent with the timed statement
+ * on one reserved connection, without parameters (the simple protocol: nothing to describe first), they run
+ * back to back with it on the server, so the difference of the two clocks is the statement's own time there:
+ * no round trip, no wait for a connection, no turn of this process's event loop in it (docs/rate-limit.md,
+ * "Statement budgets").
+ */
+const timerStart = (timeoutMs: number) =>
+  `select set_config('statement_timeout', '${timeoutMs}', false), extract(epoch from clock_timestamp())::float8`;
+const timerEnd = (timeoutMs: number) =>
+  `select extract(epoch from clock_timestamp())::float8, set_config('statement_timeout', '${timeoutMs}', false)`;
+
+function send(database: Database, shape: Shape, params: unknown[], budgets: readonly StatementBudget[]): Promise<Read> {
   // postgres.js sends a query without parameters over the simple protocol, which prepares nothing, unless told
   // `simple: false` (an option its types leave out).
   const options = { prepare: shape.named, simple: false } as { prepare: boolean };
-  return database.sql.unsafe(shape.text, params as never[], options).values() as Promise<unknown[][]>;
+  const poolTimeout = database.statementTimeoutMs;
+  if (budgets.length === 0 || poolTimeout === undefined) {
+    const rows = database.sql.unsafe(shape.text, params as never[], options).values() as Promise<unknown[][]>;
+    return rows.then((done) => ({ rows: done, ms: undefined }));
+  }
+  // Requests that joined the read share its statement: it may run for the largest of their budgets.
+  const timeoutMs = Math.min(poolTimeout, Math.max(...budgets.map((budget) => Math.max(1, Math.floor(budget.timeoutMs())))));
+  return timed(database.sql, shape.text, params, options, timeoutMs, poolTimeout);
+}
+
+async function timed(sql: Sql, text: string, params: unknown[], options: { prepare: boolean }, timeoutMs: number, poolTimeout: number) {
+  const reserved = await sql.reserve();
+  try {
+    const query = reserved.unsafe(text, params as never[], options);
+    const [start, rows, end] = await Promise.allSettled([
+      reserved.unsafe(timerStart(timeoutMs)).values(),
+      query.values() as Promise<unknown[][]>,
+      reserved.unsafe(timerEnd(poolTimeout)).values(),
+    ]);
+    if (start.status === 'rejected') throw start.reason;
+    if (end.status === 'rejected') throw end.reason;
+    // A named statement's first run on a connection is described first, a round trip, and the statement after it
+    // waits for its answer: those turns of this process are no time of PostgreSQL's, so that one run is not
+    // timed (its timeout still holds). Once per shape and connection; an unnamed one is timed, round trip and all.
+    const cold = options.prepare && (query as unknown as { prepared?: boolean }).prepared === false;
+    const ms = cold ? undefined : Math.max(0, (Number(end.value[0]![0]) - Number(start.value[0]![1])) * 1000);
+    if (rows.status === 'fulfilled') return { rows: rows.value, ms };
+    const error = rows.reason as { code?: unknown };
+    // Cancelled by the requests' own budget, shorter than the pool's timeout: the request's answer says so.
+    if (error.code === '57014' && timeoutMs < poolTimeout) throw new Cancelled(ms ?? timeoutMs, error);
+    throw error;
+  } finally {
+    reserved.release();
+  }
 }
 
 type Item = Record<string, unknown>;

@@ -5,7 +5,8 @@ import type { OwnConnection } from '../../db/client.ts';
 import { answeredInTime } from '../http/deadline.ts';
 import { unavailable } from '../http/errors.ts';
 
-type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency';
+/** `cost`: the request costs more than the tier's whole allowance, refused as such (nothing charged). */
+type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency' | 'cost';
 
 interface DecisionInput {
   /** SHA-256 of the API key; undefined for an anonymous request (counted by `ipSubject`). */
@@ -14,7 +15,7 @@ interface DecisionInput {
   readonly ipSubject: string;
   /** The tier of `ipSubject`: `anonymous`, or `registration` for POST /v1/keys. */
   readonly ipTier: string;
-  /** Units this request costs; the database caps it at the tier's allowance. */
+  /** Units this request costs; above the tier's allowance it is refused (an invalid key's is capped at it). */
   readonly cost: number;
   /** Tests only: seconds added to the database clock. */
   readonly clockOffset: number;
@@ -37,17 +38,23 @@ export interface Decision {
   readonly now: number;
   /** The concurrency lease this request holds, to be released when it ends. */
   readonly lease: Lease | undefined;
-  /** Units charged: the cost capped at the allowance; 0 when declined. */
+  /** Units charged: the cost (an invalid key's capped at the allowance); 0 when declined. */
   readonly charged: number;
+  /** The tier's cap on requests in flight. */
+  readonly concurrency: number;
 }
 
 /**
  * Units a lease's release gives back (a 304's: docs/rate-limit.md, "Conditional requests"): what
  * its decision charged, and the expiry of the bucket they went into, which is the decision's `reset`.
+ * Negative: units charged after the fact, a debt kept over later windows of `windowSeconds`, at most
+ * `allowance` a window (docs/rate-limit.md, "Debts"); without them, all in that one bucket.
  */
 interface Refund {
   readonly units: number;
   readonly bucketExpiry: number;
+  readonly allowance?: number;
+  readonly windowSeconds?: number;
 }
 
 /** A slot of the subject's concurrency cap, and the token of this request's hold on it. */
@@ -338,8 +345,11 @@ export function databaseLimiter(
     const tokens = arrayLiteral(ending.map((pending) => pending.lease.token));
     const refunds = arrayLiteral(ending.map((pending) => pending.refund?.units ?? 0));
     const expiries = arrayLiteral(ending.map((pending) => pending.refund?.bucketExpiry ?? 0));
+    const allowances = arrayLiteral(ending.map((pending) => pending.refund?.allowance ?? null));
+    const windows = arrayLiteral(ending.map((pending) => pending.refund?.windowSeconds ?? null));
     if (batch.length === 0) {
-      return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[])`;
+      return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[],
+        ${allowances}::int[], ${windows}::int[])`;
     }
     const inputs = batch.map((pending) => pending.input);
     // Key hashes travel in hex, cast back in rate_decide.
@@ -348,7 +358,8 @@ export function databaseLimiter(
         ${arrayLiteral(inputs.map((input) => input.keyHash?.toString('hex') ?? null))}::text[],
         ${arrayLiteral(inputs.map((input) => input.ipSubject))}::text[], ${arrayLiteral(inputs.map((input) => input.ipTier))}::text[],
         ${arrayLiteral(inputs.map((input) => input.cost))}::int[], ${arrayLiteral(inputs.map((input) => input.clockOffset))}::float8[],
-        ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[])`;
+        ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[],
+        ${allowances}::int[], ${windows}::int[])`;
   }
 
   const deadline = () => (timeoutMs === Number.POSITIVE_INFINITY ? timeoutMs : performance.now() + timeoutMs);
@@ -409,6 +420,7 @@ function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
     retryAfter: row.retry_after as number,
     now: row.now_second as number,
     charged: row.charged as number,
+    concurrency: row.concurrency as number,
     lease:
       row.lease_slot === null
         ? undefined

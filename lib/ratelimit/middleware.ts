@@ -7,6 +7,7 @@ import { socketAddress, type TrustProxy } from '../http/forwarding.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { RequestRecord } from '../http/observe.ts';
 import { addResponseHeaders } from '../http/response-headers.ts';
+import { RequestBudget, resetAfterDebt, timeUnits } from './budget.ts';
 import { rateLimitHeaders } from './headers.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
 import type { Decision } from './limiter.ts';
@@ -17,11 +18,25 @@ import { housekeepers, shardedLimiter } from './shards.ts';
  * limiter knows nothing of what a request reads.
  */
 export interface Charge {
+  /** What the decision charges: the price of what can be priced without the database. */
   readonly units: number;
   /** Of `units`, those that pay for sending the answer's body: a 304 gives them back. */
   readonly sending: number;
-  /** Once answered: the units it costs more than charged (negative: fewer), such as a count settled at its rows. */
+  /**
+   * Once admitted, the units of the price that needed the database (a count's, from the planner's estimate),
+   * which the request's client must still have: asked only for a request admitted, so that a declined one
+   * costs no planner work. They are charged with the settlement.
+   */
+  readonly complete?: () => number | Promise<number>;
+  /** Once answered: the units it costs more than `units` by what it read (a count at its rows; never fewer). */
   readonly settle?: () => number;
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** The admitted request's budget of PostgreSQL time: its statements are timed and bounded by it. */
+    statementBudget: RequestBudget;
+  }
 }
 
 /** What a request costs when its caller says nothing: 1 unit, which a 304 gives back. */
@@ -63,16 +78,27 @@ const OUTCOMES: Record<Decision['outcome'], string> = {
   rate: 'declined',
   concurrency: 'concurrency',
   invalid_key: 'invalid key',
+  cost: 'over the allowance',
 };
 
 /**
- * What the release of an admitted request gives back (negative: charges more), of what its decision charged:
- * a 304's sending units, none to a `*`; and the difference between the count's price and its rows.
+ * What a served request costs in the end: its price with the count settled at the rows it read, or what its
+ * statements took at the unit's rate (budget.ts) where that is more; a 304 (not to `*`) less the units that
+ * paid for sending, which it did not do. Never below 0, so a settlement never gives back more than was charged.
  */
-function refundOf(c: Context, charge: Charge, charged: number, bucketExpiry: number) {
+function finalCost(c: Context, charge: Charge, usedMs: number): number {
   const notModified = c.res.status === 304 && !matchesAny(c.req.header('if-none-match'));
-  const units = Math.min((notModified ? charge.sending : 0) - (charge.settle?.() ?? 0), charged);
-  return units !== 0 ? { units, bucketExpiry } : undefined;
+  const price = charge.units + Math.max(0, charge.settle?.() ?? 0);
+  return Math.max(0, price - (notModified ? charge.sending : 0), timeUnits(usedMs, price));
+}
+
+/** The answer to a request that costs more than its tier's whole allowance: it never fits a window. */
+function costRefusal(cost: number, decision: Decision, headers: Record<string, string>): ApiError {
+  return new ApiError(
+    'Cost_exceeds_allowance',
+    `This request costs ${cost} units, more than the ${decision.allowance} units per ${decision.windowSeconds} s of tier ${decision.tier}`,
+    { headers },
+  );
 }
 
 export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): MiddlewareHandler {
@@ -125,32 +151,71 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         headers: { ...headers, 'retry-after': '1' },
       });
     }
+    if (decision.outcome === 'cost') throw costRefusal(cost, decision, headers);
     if (decision.outcome === 'invalid_key') {
       throw new ApiError('invalid_api_key', 'Invalid API key: unknown, revoked or malformed', { headers });
     }
 
-    // Every answer carries them (lib/http/response-headers.ts): a chunk writes them in as it is made.
-    addResponseHeaders(c, headers);
+    /** Set when the request is refused once its price is complete: what it keeps of its charge. */
+    let refusedKeeping: number | undefined;
+    let budget: RequestBudget | undefined;
     try {
+      // The part of the price that needed the database, asked for only now that the request is admitted, so
+      // that a declined one cost no planner work: refused when the client cannot pay it or it is more than a
+      // whole allowance, keeping 1 unit, the planner's (docs/rate-limit.md, "Counts").
+      let added = 0;
+      try {
+        added = charge.complete === undefined ? 0 : await charge.complete();
+      } catch (error) {
+        refusedKeeping = Math.min(1, decision.charged); // the estimate failed (a 503): the planner's unit
+        throw error;
+      }
+      if (added > 0 && (cost + added > decision.allowance || added > decision.remaining)) {
+        refusedKeeping = Math.min(1, decision.charged);
+        const kept = { ...decision, remaining: decision.remaining + decision.charged - refusedKeeping };
+        const keptHeaders = rateLimitHeaders(kept);
+        if (cost + added > decision.allowance) throw costRefusal(cost + added, decision, keptHeaders);
+        const retryAfter = Math.max(1, decision.reset - decision.now);
+        throw new ApiError(
+          'Request_limit_exceeded',
+          `Rate limit exceeded: this request costs ${cost + added} units, ${kept.remaining} are left; retry after ${retryAfter} s`,
+          { headers: { ...keptHeaders, 'retry-after': String(retryAfter) } },
+        );
+      }
+      // Every answer carries them (lib/http/response-headers.ts): a chunk writes them in as it is made.
+      addResponseHeaders(c, headers);
+      budget = new RequestBudget(cost + added, decision.remaining - added, decision.concurrency);
+      c.set('statementBudget', budget);
       await next();
     } finally {
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease. A
         // release that fails is kept by the limiter and sent again once the database answers. A 503 (the
         // database failed this request) does not wait for it: its client waits for Retry-After anyway,
-        // and a connection that stopped answering would hold the answer up to the timeout. A 304 sends no
-        // items: the units that paid for sending them go back with the release, and its headers report the
-        // allowance with them back; those that paid for reading, skipping and counting rows stay charged, since
-        // the 304 read them all the same. A 304 to `If-None-Match: *` gives nothing back: it proves nothing the
-        // client had, and would make any chunk free (docs/rate-limit.md, "Conditional requests").
-        // A count settles at the rows it read: what the estimate overcharged goes back with the release, and
-        // what it undercharged is charged with it, so that the client's next request sees it.
-        const refund = refundOf(c, charge, decision.charged, decision.reset);
-        if (refund !== undefined && c.res.status !== 503) {
-          const refunded = rateLimitHeaders({ ...decision, remaining: Math.max(0, decision.remaining + refund.units) });
-          // A 304 is made anew (lib/http/conditional.ts) with the headers of the chunk it stands for.
+        // and a connection that stopped answering would hold the answer up to the timeout.
+        // The release settles the charge (docs/rate-limit.md, "Cost", "Conditional requests", "Debts"): a 304
+        // gives back the units that paid for sending (none to `If-None-Match: *`, which proves nothing the
+        // client had); a count is charged at the rows it read; statements that took longer than the price, at
+        // the unit's rate, are charged for their time; what no longer fits the window is a debt carried into
+        // the next ones. The answer's headers report the allowance after it.
+        const final = refusedKeeping ?? finalCost(c, charge, budget?.usedMs ?? 0);
+        const units = decision.charged - final;
+        const refund =
+          units === 0
+            ? undefined
+            : { units, bucketExpiry: decision.reset, allowance: decision.allowance, windowSeconds: decision.windowSeconds };
+        if (refusedKeeping === undefined && c.res.status !== 503) {
+          const settled = { ...decision, remaining: Math.max(0, decision.remaining + units), reset: resetAfterDebt(decision, -units) };
           const target = c.res.headers;
-          for (const name in refunded) target.set(name, refunded[name]!);
+          if (units !== 0) {
+            // A 304 is made anew (lib/http/conditional.ts) with the headers of the chunk it stands for.
+            const refunded = rateLimitHeaders(settled);
+            for (const name in refunded) target.set(name, refunded[name]!);
+          }
+          // A statement cancelled by the budget: try again once the whole allowance is back.
+          if (budget?.cancelled !== undefined && c.error === budget.cancelled) {
+            target.set('retry-after', String(Math.max(1, settled.reset - decision.now)));
+          }
         }
         const released = limiter.release(decision.subject, decision.lease, refund).catch((error: unknown) => {
           if (!(error instanceof ApiError) && !isDatabaseUnavailable(error)) log(error);

@@ -194,7 +194,11 @@ export function buildApp(deps: AppDeps): App {
     const read = c.get('collectionQuery');
     const collection = read?.collection ?? registry.get(c.req.param('collection'));
     if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
-    const response = await serveCollection(c.req.raw, collection, collectionDeps, {
+    // Under the limiter, the request's statements run on its own view of the database, timed and bounded by
+    // its budget of PostgreSQL time (docs/rate-limit.md, "Statement budgets").
+    const budget = c.get('statementBudget');
+    const deps = budget === undefined ? collectionDeps : { ...collectionDeps, database: { ...collectionDeps.database, budget } };
+    const response = await serveCollection(c.req.raw, collection, deps, {
       peer: peerOf(c),
       read,
       headers: c.get('responseHeaders'),

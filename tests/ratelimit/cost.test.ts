@@ -19,14 +19,19 @@ t.test('through the limiter, Remaining drops by the cost, capped at the allowanc
   t.equal(bad.status, 400);
   t.equal(limits(bad).remaining, 994, 'a malformed request costs 1');
 
-  // A free-sized allowance pays for one storm request per window, then declines until the window has passed.
+  // A request that costs more than a whole allowance could never be paid within a window: refused as such,
+  // whatever is left, charging nothing (docs/rate-limit.md, "Cost"); a pro-sized allowance runs it.
   await setTier(api.database.sql, 'anonymous', { allowance: 600, windowSeconds: 60, concurrency: 4 });
   const first = await api.request('/v1/products?sort=-priceCents,name&offset=999000&count=none', { address: '192.0.2.77' });
-  t.equal(first.status, 200);
-  t.equal(limits(first).remaining, 0, 'cost 1000 capped at the allowance of 600');
-  const second = await api.request('/v1/products?sort=-priceCents,name&offset=999000&count=none', { address: '192.0.2.77' });
-  t.equal(second.status, 429);
+  t.equal(first.status, 403);
+  const problem = await first.json();
+  t.equal(problem.code, 'Cost_exceeds_allowance');
+  t.match(problem.detail, /costs 1000 units, more than the 600 units per 60 s/);
+  t.equal(first.headers.get('retry-after'), null, 'waiting would not help');
+  t.equal(limits(first).remaining, 600, 'nothing charged');
   api.clock += 61;
   const later = await api.request('/v1/products?sort=-priceCents,name&offset=999000&count=none', { address: '192.0.2.77' });
-  t.equal(later.status, 200, 'served again once the window has passed');
+  t.equal(later.status, 403, 'refused in every window');
+  const cheap = await api.request('/v1/products?count=none', { address: '192.0.2.77' });
+  t.equal(limits(cheap).remaining, 599, 'the client keeps its whole allowance for what it can pay');
 });

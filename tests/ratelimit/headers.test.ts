@@ -57,7 +57,16 @@ t.test('Remaining, Reset and Retry-After are promises the service keeps', async 
           const res = await api.request(pathOfCost[cost]!, { address });
           const end = now();
           const h = limits(res);
-          const charged = Math.min(cost, limit);
+          if (cost > limit) {
+            // More than the whole allowance: refused as such, whatever is left, and nothing charged.
+            const body = await res.json();
+            if (res.status !== 403 || body.code !== 'Cost_exceeds_allowance')
+              throw new Error(`Cost ${cost} over ${limit}, yet ${res.status}`);
+            if (h.remaining < promised) throw new Error('A refused request was charged');
+            promised = h.remaining;
+            return res.status;
+          }
+          const charged = cost;
           if (charged <= promised) {
             if (res.status !== 200) throw new Error(`Cost ${charged} within the promised ${promised}, yet ${res.status}`);
           }

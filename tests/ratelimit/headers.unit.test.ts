@@ -16,6 +16,7 @@ const decision = (fields: Partial<Decision>): Decision => ({
   now: 1_800_000_000,
   lease: undefined,
   charged: 1,
+  concurrency: 4,
   ...fields,
 });
 

@@ -84,7 +84,7 @@ t.test('Authorization: only "Bearer <well-formed key>" is a key; anything else i
   }
 });
 
-t.test('Remaining goes down by the cost; a request never costs more than the allowance', async (t) => {
+t.test('Remaining goes down by the cost; a request that costs more than the allowance is refused as such', async (t) => {
   const api = await testApp(t, { rateLimit: true });
   await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
   t.equal(limits(await api.request('/v1/products?limit=100&offset=10000')).remaining, 7);
@@ -92,10 +92,9 @@ t.test('Remaining goes down by the cost; a request never costs more than the all
   t.equal(limits(await api.request('/v1/products?limit=bad')).remaining, 5);
   await setTier(api.database.sql, 'anonymous', { allowance: 2, windowSeconds: 60, concurrency: 4 });
   const deep = '/v1/products?limit=100&offset=10000';
-  t.equal((await api.request(deep, { address: '192.0.2.50' })).status, 200, 'cost 3 capped at 2');
   const res = await api.request(deep, { address: '192.0.2.50' });
-  t.equal(res.status, 429);
-  t.equal(limits(res).remaining, 0);
+  t.equal(res.status, 403, 'cost 3 over an allowance of 2: it could never be paid');
+  t.equal(limits(res).remaining, 2, 'nothing charged');
 });
 
 t.test('unknown, revoked and malformed keys: 401 invalid_api_key, counted against the IP', async (t) => {

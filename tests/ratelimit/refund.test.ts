@@ -52,21 +52,19 @@ t.test('the refund rides in the release statement: no statement more than a rele
   t.equal(await chargedUnits(database.sql, subject), 2, 'and the second request is free');
 });
 
-t.test('a cost above the allowance is charged as the allowance, and refunded as that', async (t) => {
+t.test("a cost above the allowance is refused as such, charging nothing; an invalid key's is capped at it", async (t) => {
   const database = await testDatabase(t);
   await setTier(database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 8 });
   const limiter = databaseLimiter(database.sql, 30);
   const subject = 'ip:192.0.2.11';
-  const big = await limiter.decide(input(subject, 500));
-  t.equal(big.charged, 10);
-  t.equal(big.remaining, 0);
-  await limiter.release(subject, big.lease!, { units: big.charged, bucketExpiry: big.reset });
-  t.equal(await chargedUnits(database.sql, subject), 0);
-  const whole = await limiter.decide(input(subject, 11));
-  t.equal(whole.outcome, 'ok', 'capped at 10, it fits the whole allowance');
-  const over = await limiter.decide(input(subject, 1));
-  t.equal(over.outcome, 'rate');
-  t.equal(over.charged, 0, 'a declined request charged nothing');
+  const big = await limiter.decide(input(subject, 11));
+  t.same([big.outcome, big.charged, big.remaining, big.lease], ['cost', 0, 10, undefined], 'refused, nothing charged, no lease');
+  const whole = await limiter.decide(input(subject, 10));
+  t.equal(whole.outcome, 'ok', 'the whole allowance fits');
+  const over = await limiter.decide(input(subject, 11));
+  t.equal(over.outcome, 'cost', 'refused as such even with nothing left: waiting would not help');
+  const invalid = await limiter.decide({ ...input('ip:192.0.2.12', 500), keyHash: Buffer.alloc(0) });
+  t.same([invalid.outcome, invalid.charged], ['invalid_key', 10], "an invalid key's cost is charged to its address, capped");
 });
 
 t.test('a refund whose bucket stopped counting gives nothing back: never units that expire later than its own', async (t) => {

@@ -1,0 +1,81 @@
+// A request's budget of PostgreSQL time and the settlement of its charge at what its statements really
+// took (docs/rate-limit.md, "Statement budgets", "Debts").
+import type { StatementBudget } from '../../db/client.ts';
+import { ApiError } from '../http/errors.ts';
+import type { Decision } from './limiter.ts';
+
+/**
+ * Milliseconds of PostgreSQL time a unit pays for before a request is charged more. The cost rule prices a
+ * unit at about a millisecond (0.7 to 2.4 ms measured along the indexes: docs/rate-limit.md, "What the
+ * numbers rest on"): at 2 ms, a chunk that runs as priced is never charged more, and a plan the estimate got
+ * wrong pays for its time.
+ */
+const MS_PER_UNIT = 2;
+
+/**
+ * The least time any request's statements may run, whatever its client has left: an ordinary chunk takes
+ * 0.1 to 1.5 ms of PostgreSQL, several times that on a machine under load.
+ */
+const FLOOR_MS = 20;
+
+/**
+ * The time a request's statements may take: the units it was charged, and its share of what its client has
+ * left (what is left shared among the requests the tier lets it have in flight, so that all of them
+ * together stay within it), at MS_PER_UNIT; never less than FLOOR_MS. Each statement is told what the
+ * request has not used yet (statements run in parallel may each use it: what they overrun is a debt).
+ */
+export class RequestBudget implements StatementBudget {
+  /** Milliseconds the request's statements used, by the server's clock. */
+  usedMs = 0;
+  /** The request's answer once a statement was cancelled by this budget. */
+  cancelled: ApiError | undefined;
+  private readonly totalMs: number;
+
+  /** `units`: what the request is charged; `remaining`: what its client has left besides; `concurrency`: its tier's cap. */
+  constructor(units: number, remaining: number, concurrency: number) {
+    const share = Math.max(0, remaining) / Math.max(1, concurrency);
+    this.totalMs = Math.max(FLOOR_MS, (units + share) * MS_PER_UNIT);
+  }
+
+  timeoutMs(): number {
+    return Math.max(FLOOR_MS, this.totalMs - this.usedMs);
+  }
+
+  used(ms: number): void {
+    this.usedMs += ms;
+  }
+
+  exceeded(): ApiError {
+    this.cancelled ??= new ApiError(
+      'Query_limit_exceeded',
+      `The query was cancelled after ${Math.round(this.usedMs)} ms of PostgreSQL time, what this client had left to pay for`,
+    );
+    return this.cancelled;
+  }
+}
+
+/**
+ * Time a request's statements may take beyond what its price pays for before they are charged for it: a
+ * fresh connection plans a shape for the first time, and on a busy machine the server's own clock counts
+ * the turns its backend waits for a core. Past it, the whole time is charged.
+ */
+const SLACK_MS = 10;
+
+/**
+ * The units a request priced at `units` costs for its statements' time: none beyond its price while they
+ * took no longer than the price pays for at MS_PER_UNIT, with SLACK_MS to spare; past that, all of their
+ * time at MS_PER_UNIT (a part of a unit is not charged).
+ */
+export function timeUnits(ms: number, units: number): number {
+  return ms > units * MS_PER_UNIT + SLACK_MS ? Math.floor(ms / MS_PER_UNIT) : 0;
+}
+
+/**
+ * When the whole allowance is back once `extra` units were charged after a decision: what no longer fits the
+ * window is carried into the next ones, a whole allowance each at most (rate_refund), so Reset moves a
+ * window for each allowance carried.
+ */
+export function resetAfterDebt(decision: Decision, extra: number): number {
+  const carried = Math.max(0, extra - Math.max(0, decision.remaining));
+  return decision.reset + Math.ceil(carried / decision.allowance) * decision.windowSeconds;
+}
