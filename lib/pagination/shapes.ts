@@ -47,6 +47,11 @@ export interface Shape {
    * runs as an unnamed one, parsed and planned on every call.
    */
   readonly named: boolean;
+  /**
+   * The text that also says how long the statement ran by the server's clock, in a row after its own
+   * (timedText); undefined for a shape that is no plain SELECT (an EXPLAIN), which is not timed.
+   */
+  readonly timed: string | undefined;
 }
 
 /** Shapes built and kept per pool. */
@@ -133,7 +138,7 @@ export function shapeOf(database: Database, key: string, build: () => Built): Sh
   const query = build().toSQL();
   const named = pool.named.has(key) || pool.named.size < NAMED_SHAPES;
   if (named) pool.named.add(key);
-  const shape: Shape = { text: query.sql, slots: slotsOf(query.params, query.sql), named };
+  const shape: Shape = { text: query.sql, slots: slotsOf(query.params, query.sql), named, timed: timedText(query.sql) };
   pool.built.set(key, shape);
   return shape;
 }
@@ -198,7 +203,7 @@ function charged(read: Promise<Read>, budget: StatementBudget | undefined): Prom
   );
 }
 
-/** A timed statement cancelled by the timeout of its budgets, after `ms` on the server. */
+/** A statement cancelled by its budgets, after `ms` on the server (as this process counts it). */
 class Cancelled extends Error {
   readonly ms: number;
   constructor(ms: number, cause: unknown) {
@@ -208,56 +213,108 @@ class Cancelled extends Error {
 }
 
 /**
- * The statement before a timed one sets the connection's statement_timeout for it and reads the server's
- * clock; the one after reads the clock again and sets the pool's timeout back. Sent with the timed statement
- * on one reserved connection, without parameters (the simple protocol: nothing to describe first), they run
- * back to back with it on the server, so the difference of the two clocks is the statement's own time there:
- * no round trip, no wait for a connection, no turn of this process's event loop in it (docs/rate-limit.md,
- * "Statement budgets").
+ * A SELECT that also reads the server's clock once it has run: its rows, each with one more column (NULL),
+ * then one row of NULLs whose last column is the milliseconds since the statement started
+ * (statement_timestamp(), when the server took the statement). UNION ALL runs its branches in order, so the
+ * clock is read after every row of the first; the second branch reads no table (`on false`: PostgreSQL does
+ * not run it). No statement more, no round trip, no connection of its own: the time is the statement's own,
+ * without the wait for a connection, the round trip or a turn of this process's event loop.
  */
-const timerStart = (timeoutMs: number) =>
-  `select set_config('statement_timeout', '${timeoutMs}', false), extract(epoch from clock_timestamp())::float8`;
-const timerEnd = (timeoutMs: number) =>
-  `select extract(epoch from clock_timestamp())::float8, set_config('statement_timeout', '${timeoutMs}', false)`;
+function timedText(text: string): string | undefined {
+  if (!/^select /i.test(text)) return undefined;
+  const clock = '(extract(epoch from clock_timestamp() - statement_timestamp()) * 1000)::float8';
+  return `select q.*, null::float8 from (${text}) as q union all select q.*, ${clock} from (select 1) as one left join (${text}) as q on false`;
+}
 
-function send(database: Database, shape: Shape, params: unknown[], budgets: readonly StatementBudget[]): Promise<Read> {
+/** Whether `error` is PostgreSQL's answer to a cancel request (a statement_timeout says so otherwise). */
+function cancelledByRequest(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === '57014' && typeof message === 'string' && message.includes('user request');
+}
+
+function send(database: Database, shape: Shape, params: unknown[], budgets: readonly StatementBudget[], retried = false): Promise<Read> {
   // postgres.js sends a query without parameters over the simple protocol, which prepares nothing, unless told
   // `simple: false` (an option its types leave out).
   const options = { prepare: shape.named, simple: false } as { prepare: boolean };
   const poolTimeout = database.statementTimeoutMs;
-  if (budgets.length === 0 || poolTimeout === undefined) {
-    const rows = database.sql.unsafe(shape.text, params as never[], options).values() as Promise<unknown[][]>;
-    return rows.then((done) => ({ rows: done, ms: undefined }));
-  }
+  const timing = budgets.length > 0 && poolTimeout !== undefined;
+  const query = database.sql.unsafe(timing && shape.timed !== undefined ? shape.timed : shape.text, params as never[], options);
   // Requests that joined the read share its statement: it may run for the largest of their budgets.
-  const timeoutMs = Math.min(poolTimeout, Math.max(...budgets.map((budget) => Math.max(1, Math.floor(budget.timeoutMs())))));
-  return timed(database.sql, shape.text, params, options, timeoutMs, poolTimeout);
+  const timeoutMs = timing ? Math.min(poolTimeout, Math.max(...budgets.map((budget) => budget.timeoutMs()))) : undefined;
+  // A budget as long as the pool's statement_timeout is that timeout's to enforce: a statement that reaches it
+  // is the service's failure (a 503), not what the client had left.
+  const clock = timeoutMs === undefined || timeoutMs >= poolTimeout! ? undefined : budgetClock(query, timeoutMs);
+  return (query.values() as Promise<unknown[][]>).then(
+    (rows) => {
+      clock?.stop();
+      if (!timing || shape.timed === undefined) return { rows, ms: undefined };
+      const trailer = rows.pop()!;
+      return { rows, ms: Number(trailer[trailer.length - 1]) };
+    },
+    (error: unknown) => {
+      clock?.stop();
+      if (clock?.fired) throw new Cancelled(clock.elapsed(), error);
+      // A cancel this process sent to another statement, which ended before it arrived, lands on the next
+      // statement of that connection: this one, which nobody cancelled. It is sent once more.
+      if (cancelledByRequest(error) && !retried) return send(database, shape, params, budgets, true);
+      throw error;
+    },
+  );
 }
 
-async function timed(sql: Sql, text: string, params: unknown[], options: { prepare: boolean }, timeoutMs: number, poolTimeout: number) {
-  const reserved = await sql.reserve();
-  try {
-    const query = reserved.unsafe(text, params as never[], options);
-    const [start, rows, end] = await Promise.allSettled([
-      reserved.unsafe(timerStart(timeoutMs)).values(),
-      query.values() as Promise<unknown[][]>,
-      reserved.unsafe(timerEnd(poolTimeout)).values(),
-    ]);
-    if (start.status === 'rejected') throw start.reason;
-    if (end.status === 'rejected') throw end.reason;
-    // A named statement's first run on a connection is described first, a round trip, and the statement after it
-    // waits for its answer: those turns of this process are no time of PostgreSQL's, so that one run is not
-    // timed (its timeout still holds). Once per shape and connection; an unnamed one is timed, round trip and all.
-    const cold = options.prepare && (query as unknown as { prepared?: boolean }).prepared === false;
-    const ms = cold ? undefined : Math.max(0, (Number(end.value[0]![0]) - Number(start.value[0]![1])) * 1000);
-    if (rows.status === 'fulfilled') return { rows: rows.value, ms };
-    const error = rows.reason as { code?: unknown };
-    // Cancelled by the requests' own budget, shorter than the pool's timeout: the request's answer says so.
-    if (error.code === '57014' && timeoutMs < poolTimeout) throw new Cancelled(ms ?? timeoutMs, error);
-    throw error;
-  } finally {
-    reserved.release();
-  }
+/** What postgres.js's Query holds to cancel it: its pool's canceller, until it is used. */
+interface Cancellable {
+  canceller: ((query: Cancellable) => Promise<void>) | null;
+}
+
+/**
+ * Cancels a query as Query.cancel() does, keeping hold of the cancel's promise, which Query.cancel() drops:
+ * a cancel request that fails (the server away) must not be an unhandled rejection. The statement ends
+ * anyway, by the pool's statement timeout at the latest.
+ */
+function cancel(query: Cancellable): void {
+  const canceller = query.canceller;
+  query.canceller = null;
+  canceller?.(query).catch(() => {});
+}
+
+interface BudgetClock {
+  /** Whether the budget ran out and the statement was cancelled. */
+  readonly fired: boolean;
+  /** Milliseconds since the statement was sent to PostgreSQL. */
+  elapsed(): number;
+  stop(): void;
+}
+
+/**
+ * Cancels `query` once it has run `timeoutMs` on PostgreSQL: counted from when postgres.js sends it to the
+ * server (it marks the query active then), so that the wait for a connection of the pool, the service's own
+ * queue, is not the client's time. A cancel request, rather than a statement_timeout set around the
+ * statement, costs nothing to the statements that run within their budget.
+ */
+function budgetClock(query: object, timeoutMs: number): BudgetClock {
+  let active = false;
+  let sentAt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const clock = {
+    fired: false,
+    elapsed: () => performance.now() - sentAt,
+    stop: () => clearTimeout(timer),
+  };
+  Object.defineProperty(query, 'active', {
+    configurable: true,
+    get: () => active,
+    set: (value: boolean) => {
+      active = value;
+      if (!value || timer !== undefined) return;
+      sentAt = performance.now();
+      timer = setTimeout(() => {
+        clock.fired = true;
+        cancel(query as Cancellable);
+      }, timeoutMs);
+    },
+  });
+  return clock;
 }
 
 type Item = Record<string, unknown>;
