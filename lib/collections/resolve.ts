@@ -124,7 +124,8 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
   const defaultVariant = entry.defaultVariant ?? (variants.includes('cursor') ? 'cursor' : variants[0]!);
   if (!variants.includes(defaultVariant)) report(`the default variant ${defaultVariant} is not among the variants`);
   const timeColumn = resolveTimeColumn(entry, relation, variants, exposed, report);
-  if (timeColumn !== undefined) indexed(orderOf([{ column: timeColumn, descending: false }]), `the time variant's order by ${timeColumn}`);
+  const timeOrder = timeColumn === undefined ? undefined : orderOf([{ column: timeColumn, descending: false }]);
+  if (timeOrder !== undefined) indexed(timeOrder, `the time variant's order by ${timeColumn}`);
 
   const filters = resolveFilters(entry, relation, fields, exposed, report);
   const pageSize = resolvePageSize(entry, report);
@@ -143,7 +144,19 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
     unindexedSorts,
     pageSize,
     countThreshold: entry.countThreshold ?? DEFAULT_COUNT_THRESHOLD,
-    cost: resolveCost(entry, relation, key, { ...sorts, ...(orderKeys[0] ? { [orderKeys[0].column]: order } : {}) }, exposed),
+    // Every order a chunk can start with: the time variant's and the default one (the key's, when unsaid) priced too.
+    cost: resolveCost(
+      entry,
+      relation,
+      key,
+      {
+        ...(timeOrder === undefined ? {} : { [timeColumn!]: timeOrder }),
+        [order.order[0]!.column]: order,
+        ...sorts,
+        ...(orderKeys[0] ? { [orderKeys[0].column]: order } : {}),
+      },
+      exposed,
+    ),
   };
 }
 
