@@ -124,7 +124,8 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
   const defaultVariant = entry.defaultVariant ?? (variants.includes('cursor') ? 'cursor' : variants[0]!);
   if (!variants.includes(defaultVariant)) report(`the default variant ${defaultVariant} is not among the variants`);
   const timeColumn = resolveTimeColumn(entry, relation, variants, exposed, report);
-  if (timeColumn !== undefined) indexed(orderOf([{ column: timeColumn, descending: false }]), `the time variant's order by ${timeColumn}`);
+  const timeOrder = timeColumn === undefined ? undefined : orderOf([{ column: timeColumn, descending: false }]);
+  if (timeOrder !== undefined) indexed(timeOrder, `the time variant's order by ${timeColumn}`);
 
   const filters = resolveFilters(entry, relation, fields, exposed, report);
   const pageSize = resolvePageSize(entry, report);
@@ -143,13 +144,19 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
     unindexedSorts,
     pageSize,
     countThreshold: entry.countThreshold ?? DEFAULT_COUNT_THRESHOLD,
-    // The key's own order is priced too: every order ends with it, and a file that sorts by other columns
-    // only still pages by the key by default.
+    // Every order a chunk can start with is priced: the key's own (every order ends with it), the time
+    // variant's and the default one.
     cost: resolveCost(
       entry,
       relation,
       key,
-      { [key.columns[0]!]: orderOf([]), ...sorts, ...(orderKeys[0] ? { [orderKeys[0].column]: order } : {}) },
+      {
+        [key.columns[0]!]: orderOf([]),
+        ...(timeOrder === undefined ? {} : { [timeColumn!]: timeOrder }),
+        [order.order[0]!.column]: order,
+        ...sorts,
+        ...(orderKeys[0] ? { [orderKeys[0].column]: order } : {}),
+      },
       exposed,
     ),
   };

@@ -1,6 +1,7 @@
 // The query parameters of a collection in the OpenAPI document: the variants' own (lib/pagination/variant-params.ts)
 // and the filters, as the registry declares them and as they are spelled on the wire (`priceCents[lt]`).
 import { COUNT_MODES } from '../pagination/count.ts';
+import { sinceIdField } from '../pagination/cursor.ts';
 import { MAX_CURSOR_LENGTH } from '../pagination/cursor-token.ts';
 import { MAX_IN_VALUES, MAX_TEXT_LENGTH } from '../pagination/filters.ts';
 import { MAX_SAFE } from '../pagination/params.ts';
@@ -55,19 +56,29 @@ const variantParamDocs: Record<VariantParam, (collection: Collection) => { descr
     description: 'Opaque and signed: taken from a `next`, `prev` or `poll` link the service gave, never written by hand.',
     schema: { type: 'string', minLength: 1, maxLength: MAX_CURSOR_LENGTH },
   }),
-  since_id: () => ({
-    description: 'Items with an `id` greater than it, ascending by `id`.',
-    schema: { type: 'integer', minimum: 0, maximum: MAX_SAFE },
-  }),
+  since_id: (collection) => {
+    const field = sinceIdField(collection);
+    if (field === undefined) return undefined;
+    const maximum =
+      field.type === 'bigint' ? MAX_SAFE : field.type === 'smallint' ? 2 ** 15 - 1 : field.type === 'integer' ? 2 ** 31 - 1 : undefined;
+    return {
+      description: `Items with an \`${field.name}\` greater than it, ascending by \`${field.name}\`.`,
+      schema: { type: 'integer', minimum: 0, ...(maximum === undefined ? {} : { maximum }) },
+    };
+  },
   before: ({ timeField }) => ({ description: `Items strictly older (by \`${timeField}\`), newest first.`, schema: timestamp }),
   after: ({ timeField }) => ({ description: `Items strictly newer (by \`${timeField}\`), oldest first.`, schema: timestamp }),
-  sort: ({ sortKeys, defaultSort }) => {
+  sort: ({ sortKeys, defaultSort, key: tieBreaker }) => {
     if (sortKeys.length === 0) return undefined;
     const key = `-?(?:${sortKeys.join('|')})`;
     const order = defaultSort.map((k) => (k.descending ? `-${k.field}` : k.field)).join(',');
     return {
-      description: `A comma list of ${sortKeys.map((k) => `\`${k}\``).join(', ')}, each optionally prefixed with \`-\` (descending), each at most once; ties are broken by \`id\`. Default: \`${order}\`.`,
-      schema: { type: 'string', pattern: `^${key}(?:,${key})*$`, examples: [sortKeys.length > 1 ? `-${sortKeys[1]},id` : sortKeys[0]] },
+      description: `A comma list of ${sortKeys.map((k) => `\`${k}\``).join(', ')}, each optionally prefixed with \`-\` (descending), each at most once; ties are broken by ${tieBreaker.map((k) => `\`${k}\``).join(', ')}. Default: \`${order}\`.`,
+      schema: {
+        type: 'string',
+        pattern: `^${key}(?:,${key})*$`,
+        examples: [sortKeys.length > 1 ? `-${sortKeys[1]},${sortKeys[0]}` : sortKeys[0]],
+      },
     };
   },
   count: (collection) => ({
@@ -85,11 +96,34 @@ const opMeaning: Record<FilterOp, string> = {
   gte: 'is at least the value',
   in: 'is one of the values, a comma list',
   prefix: 'starts with the value, literally (`%` and `_` are no wildcards)',
+  isnull: 'is NULL (`true`) or is not (`false`)',
 };
 
 /** The schema of one filter value of a field type (lib/pagination/filters.ts parses them). */
 function valueSchema(type: FieldType): Schema {
   switch (type) {
+    case 'smallint':
+      return { type: 'integer', minimum: -(2 ** 15), maximum: 2 ** 15 - 1, examples: [1] };
+    case 'int8':
+      return { type: 'integer', examples: [1] };
+    case 'decimal':
+    case 'float':
+      return { type: 'string', pattern: '^(?:[+-]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d{1,4})?|NaN|-?Infinity)$', examples: ['1.5'] };
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'uuid':
+      return { type: 'string', format: 'uuid' };
+    case 'date':
+      return { type: 'string', format: 'date' };
+    case 'localTimestamp':
+    case 'time':
+    case 'interval':
+    case 'enum':
+    case 'json':
+    case 'array':
+    case 'tsvector':
+    case 'bytea':
+      return { type: 'string' };
     case 'integer':
       return { type: 'integer', minimum: -(2 ** 31), maximum: 2 ** 31 - 1, examples: [1] };
     case 'bigint':
@@ -137,7 +171,7 @@ export function collectionParameters(collection: Collection): Parameter[] {
         name: filterName(field, op),
         in: 'query',
         description: `Filter: \`${field}\` ${opMeaning[op]}.`,
-        schema: op === 'in' ? inSchema(type) : valueSchema(type),
+        schema: op === 'in' ? inSchema(type) : op === 'isnull' ? { type: 'boolean' } : valueSchema(type),
         'x-variants': collection.variants,
       });
     }

@@ -34,6 +34,22 @@ const fieldSchemas: Record<FieldType, Schema> = {
     pattern: PRINTED_TIMESTAMP.source,
     description: 'RFC 3339, UTC, six fractional digits',
   },
+  // A runtime collection's (lib/pagination/values.ts; docs/api.md, "Values").
+  smallint: { type: 'integer', minimum: -(2 ** 15), maximum: 2 ** 15 - 1 },
+  int8: { type: 'integer', description: "bigint, exact (written from PostgreSQL's text, past 2^53 too)" },
+  decimal: { type: ['number', 'string'], description: 'numeric, exact; NaN and ±Infinity as strings' },
+  float: { type: ['number', 'string'], description: 'real or double precision; NaN and ±Infinity as strings' },
+  boolean: { type: 'boolean' },
+  uuid: { type: 'string', format: 'uuid' },
+  enum: { type: 'string' },
+  date: { type: 'string', description: 'YYYY-MM-DD' },
+  localTimestamp: { type: 'string', description: 'timestamp without time zone, YYYY-MM-DDTHH:MM:SS.ffffff' },
+  time: { type: 'string' },
+  interval: { type: 'string', description: 'ISO 8601 duration, every part: P1Y2M3DT4H5M6.000000S' },
+  json: {},
+  array: { type: 'array' },
+  tsvector: { type: 'string' },
+  bytea: { type: 'string', description: 'hex' },
 };
 
 /** An item: the registry's fields in JSON order, each of its type, null where the column allows it. */
@@ -41,7 +57,8 @@ function itemSchema(collection: Collection): Schema {
   const properties: Record<string, Schema> = {};
   for (const [name, field] of collection.fields) {
     const schema = fieldSchemas[field.type];
-    properties[name] = field.column.notNull ? schema : { ...schema, type: [schema.type, 'null'] };
+    const types = schema.type === undefined ? undefined : [schema.type].flat();
+    properties[name] = !field.nullable || types === undefined ? schema : { ...schema, type: [...types, 'null'] };
   }
   return { type: 'object', properties, required: [...collection.fields.keys()], additionalProperties: false };
 }

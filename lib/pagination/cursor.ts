@@ -1,6 +1,6 @@
 // Cursor-based pagination (docs/api.md, "Keyset pagination"): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
 
-import { conflictingParameters, invalidCursor } from '../http/errors.ts';
+import { conflictingParameters, invalidCursor, invalidParameter } from '../http/errors.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import type { Filter } from './filters.ts';
 import {
@@ -16,8 +16,8 @@ import {
 } from './keyset.ts';
 import type { Links } from './links.ts';
 import { MAX_SAFE, parseInteger } from './params.ts';
-import { type Collection, type SortKey, splitSort } from './registry.ts';
-import { sortParam } from './sort.ts';
+import { type Collection, type Field, type SortKey, splitSort } from './registry.ts';
+import { sortParam, withTieBreaker } from './sort.ts';
 import { defineVariant, type QueryRequest, type Reading } from './variants.ts';
 
 /** A query of the cursor variant: its order, its filters, and the position it continues after. */
@@ -27,26 +27,53 @@ interface CursorQuery {
   /** The values of every sort key of the last item seen; absent on the first chunk. */
   readonly position: readonly KeyValue[] | undefined;
   /** Set when the chunk was asked for with since_id, for its self link. */
-  readonly sinceId?: number;
+  readonly sinceId?: string | number;
 }
 
 type CursorPlan = CursorQuery & Reading;
 
 /**
- * The payload of this variant's cursors: `s` the sort (ending with id), `f` the filters as query
+ * The payload of this variant's cursors: `s` the sort (ending with the key, `id`), `f` the filters as query
  * parameters, `k` the position. The sort and filters bind the cursor to its query (docs/api.md, "Cursors").
  */
 function payloadOf(collection: Collection, query: CursorQuery, item: Item): CursorPayload {
-  return { v: 'cursor', c: collection.name, s: sortParam(query.keys), f: filtersPayload(query.filters), k: positionOf(item, query.keys) };
+  return {
+    v: 'cursor',
+    c: collection.name,
+    s: sortParam(query.keys),
+    f: filtersPayload(query.filters),
+    k: positionOf(item, query.keys, collection),
+  };
 }
 
 function sortOf(collection: Collection, text: unknown): SortKey[] {
   if (typeof text !== 'string') throw invalidCursor('malformed');
   const keys = splitSort(text);
   const fields = keys.map((key) => key.field);
-  const known = fields.every((field) => field === 'id' || collection.sortKeys.includes(field));
-  if (!known || fields.at(-1) !== 'id' || new Set(fields).size !== fields.length) throw invalidCursor('malformed');
+  const known = fields.every((field) => collection.key.includes(field) || collection.sortKeys.includes(field));
+  // A sort as the service writes them: ending with the key, each field once.
+  const complete = sortParam(withTieBreaker(keys, collection.key)) === text;
+  if (!known || !complete || new Set(fields).size !== fields.length) throw invalidCursor('malformed');
   return keys;
+}
+
+/** The field since_id reads: the key, when it is one integer field; undefined otherwise. */
+export function sinceIdField(collection: Collection): Field | undefined {
+  if (collection.key.length !== 1) return undefined;
+  const field = collection.fields.get(collection.key[0]!)!;
+  return field.value.integer ? field : undefined;
+}
+
+/** since_id's value: from 0 up (the demo's ids: to 2^53−1), as the key's position carries it. */
+function parseSinceId(collection: Collection, text: string): string | number {
+  const field = sinceIdField(collection);
+  if (field === undefined) {
+    throw invalidParameter('since_id', `is not offered by ${collection.name}, whose key is not one integer field`);
+  }
+  if (field.type === 'bigint') return parseInteger('since_id', text, 0, MAX_SAFE);
+  const value = field.value.parse('since_id', text);
+  if (value.startsWith('-')) throw invalidParameter('since_id', 'must not be negative');
+  return field.value.bind(value) as string | number;
 }
 
 function fromCursor(request: QueryRequest, cursor: CursorPayload): CursorQuery {
@@ -60,7 +87,7 @@ function fromCursor(request: QueryRequest, cursor: CursorPayload): CursorQuery {
   if (
     !Array.isArray(position) ||
     position.length !== keys.length ||
-    !keys.every((key, at) => isKeyValue(collection.fields.get(key.field)!.type, position[at]))
+    !keys.every((key, at) => isKeyValue(collection.fields.get(key.field)!, position[at]))
   ) {
     throw invalidCursor('malformed');
   }
@@ -76,8 +103,8 @@ function queryOf(request: QueryRequest): CursorQuery {
       throw conflictingParameters(['since_id', 'sort'], 'cannot be combined; since_id returns items in ascending id order');
     }
     // since_id: the items with a greater id, ascending by id (docs/api.md, "Keyset pagination").
-    const sinceId = parseInteger('since_id', since, 0, MAX_SAFE);
-    return { keys: [{ field: 'id', descending: false }], filters: request.filters, position: [sinceId], sinceId };
+    const sinceId = parseSinceId(request.collection, since);
+    return { keys: [{ field: request.collection.key[0]!, descending: false }], filters: request.filters, position: [sinceId], sinceId };
   }
   return { keys: request.sort, filters: request.filters, position: undefined };
 }
@@ -94,7 +121,7 @@ export const cursorVariant = defineVariant<CursorPlan>({
     const start = query.position && { after: query.position };
     const { items, more } = await fetchKeyset(request, query.filters, start, query.keys, pageSize);
     const link = cursorLinks(request, request.cursorSecret, pageSize);
-    const first: Record<string, number> = { 'page-size': pageSize };
+    const first: Record<string, string | number> = { 'page-size': pageSize };
     if (query.sinceId !== undefined) first.since_id = query.sinceId;
     const last = items.at(-1);
     const links: Links = {

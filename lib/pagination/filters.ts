@@ -1,9 +1,10 @@
 // Filters: `{field}` and `{field}[{op}]` parameters, parsed against the registry and turned into SQL.
-import { and, eq, gt, gte, like, lt, lte, ne, type Placeholder, type SQL, sql } from 'drizzle-orm';
+import { and, eq, gt, gte, isNotNull, isNull, like, lt, lte, ne, type Placeholder, type SQL, sql } from 'drizzle-orm';
 import { invalidParameter } from '../http/errors.ts';
-import { parseInteger, type QueryParams } from './params.ts';
-import type { Collection, Field, FieldType, FilterOp } from './registry.ts';
-import { parseTimestamp, timestampValue } from './timestamps.ts';
+import type { QueryParams } from './params.ts';
+import type { Collection, Field, FilterOp } from './registry.ts';
+
+export { MAX_TEXT_LENGTH } from './values.ts';
 
 export interface Filter {
   readonly field: string;
@@ -12,12 +13,10 @@ export interface Filter {
   readonly values: readonly string[];
 }
 
-const FILTER_NAME = /^([A-Za-z][A-Za-z0-9]*)(?:\[([a-z]+)\])?$/;
+/** `field` or `field[op]`; a field is named as lib/collections' FIELD_NAME allows (snake_case, digits). */
+const FILTER_NAME = /^([A-Za-z_][A-Za-z0-9_]*)(?:\[([a-z]+)\])?$/;
 /** The most values one `in` filter takes: more would be a long query for one filter (see MAX_LINK_QUERY_LENGTH). */
 export const MAX_IN_VALUES = 100;
-/** The longest value a text filter takes. */
-export const MAX_TEXT_LENGTH = 1000;
-const INT4 = 2 ** 31;
 
 /** True when the parameter name has the shape of a filter on one of the collection's fields. */
 export function isFilterName(collection: Collection, name: string): boolean {
@@ -25,18 +24,12 @@ export function isFilterName(collection: Collection, name: string): boolean {
   return m !== null && m[1] !== undefined && collection.filters[m[1]] !== undefined;
 }
 
-function parseValue(name: string, field: Field, value: string): string {
-  switch (field.type) {
-    case 'integer':
-      return String(parseInteger(name, value, -INT4, INT4 - 1));
-    case 'bigint':
-      return String(parseInteger(name, value, -Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER));
-    case 'timestamp':
-      return parseTimestamp(name, value);
-    case 'text':
-      if (value.length > MAX_TEXT_LENGTH) throw invalidParameter(name, `must be at most ${MAX_TEXT_LENGTH} characters`);
-      return value;
+function parseValue(name: string, field: Field, op: FilterOp, value: string): string {
+  if (op === 'isnull') {
+    if (value !== 'true' && value !== 'false') throw invalidParameter(name, 'must be true or false');
+    return value;
   }
+  return field.value.parse(name, value);
 }
 
 /** The filters of a request; names that are not filters are left to the caller. */
@@ -58,10 +51,10 @@ export function parseFilters(collection: Collection, params: QueryParams): Filte
       const parts = value.split(',');
       if (parts.length > MAX_IN_VALUES) throw invalidParameter(name, `takes at most ${MAX_IN_VALUES} values`);
       if (parts.some((part) => part === '')) throw invalidParameter(name, 'must be a comma list without empty values');
-      const values = [...new Set(parts.map((part) => parseValue(name, field, part)))].sort();
+      const values = [...new Set(parts.map((part) => parseValue(name, field, op, part)))].sort();
       filters.push({ field: fieldName, op, values });
     } else {
-      filters.push({ field: fieldName, op, values: [parseValue(name, field, value)] });
+      filters.push({ field: fieldName, op, values: [parseValue(name, field, op, value)] });
     }
   }
   // A canonical order, so equal filter sets compare equal (cursors bind to them).
@@ -82,14 +75,11 @@ function filterSlot(at: number): Placeholder {
   return sql.placeholder(`f${at}`);
 }
 
-// `in` takes its values as one array parameter, so the number of values does not make another shape.
-const ARRAY_TYPES: Record<FieldType, string> = { integer: 'int[]', bigint: 'bigint[]', text: 'text[]', timestamp: 'timestamptz[]' };
-
 function condition(collection: Collection, filter: Filter, at: number): SQL {
   const field = collection.fields.get(filter.field)!;
   const column = field.column;
   const slot = filterSlot(at);
-  const value = field.type === 'timestamp' ? timestampValue(slot) : slot;
+  const value = field.value.literal(slot);
   switch (filter.op) {
     case 'eq':
       return eq(column, value);
@@ -104,9 +94,13 @@ function condition(collection: Collection, filter: Filter, at: number): SQL {
     case 'gte':
       return gte(column, value);
     case 'in':
-      return sql`${column} = any(${slot}::${sql.raw(ARRAY_TYPES[field.type])})`;
+      // One array parameter, so the number of values does not make another shape.
+      return sql`${column} = any(${slot}::${sql.raw(field.value.arrayType)})`;
     case 'prefix':
       return like(column, slot);
+    case 'isnull':
+      // The value is part of the shape (filtersKey): no placeholder.
+      return filter.values[0] === 'true' ? isNull(column) : isNotNull(column);
   }
 }
 
@@ -121,7 +115,8 @@ export function filterCondition(collection: Collection, filters: readonly Filter
 /** What a filter's operators and fields make of a query's shape (its values aside). */
 export function filtersKey(filters: readonly Filter[]): string {
   let key = '';
-  for (const filter of filters) key += `${filter.field}[${filter.op}]`;
+  for (const filter of filters)
+    key += filter.op === 'isnull' ? `${filter.field}[isnull=${filter.values[0]}]` : `${filter.field}[${filter.op}]`;
   return key;
 }
 
@@ -133,12 +128,13 @@ function arrayElement(value: string): string {
 /** The values of filterCondition's placeholders. */
 export function filterValues(collection: Collection, filters: readonly Filter[], into: Record<string, unknown>): void {
   filters.forEach((filter, at) => {
-    const type = collection.fields.get(filter.field)!.type;
+    const field = collection.fields.get(filter.field)!;
     const first = filter.values[0]!;
     let value: unknown;
+    if (filter.op === 'isnull') return;
     if (filter.op === 'in') value = `{${filter.values.map(arrayElement).join(',')}}`;
     else if (filter.op === 'prefix') value = `${escapeLike(first)}%`;
-    else value = type === 'integer' || type === 'bigint' ? Number(first) : first;
+    else value = field.value.bind(first);
     into[`f${at}`] = value;
   });
 }

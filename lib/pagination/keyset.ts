@@ -6,43 +6,48 @@ import { type CursorPayload, encodeCursor } from './cursor-token.ts';
 import { type Filter, filterCondition, filterParam, filtersKey, filterValues, parseFilters } from './filters.ts';
 import { linkBuilder } from './links.ts';
 import { parseSize, type QueryParams } from './params.ts';
-import type { Collection, FieldType, SortKey } from './registry.ts';
+import type { Collection, Field, SortKey } from './registry.ts';
 import { collectionKey, itemsOf, literalLimit, runShape, shapeOf } from './shapes.ts';
 import { orderBy, sortParam } from './sort.ts';
-import { isTimestampText, timestampValue } from './timestamps.ts';
+import { type DemoType, demoValueType, type KeyValue as Value, type ValueType } from './values.ts';
 import type { ChunkRequest, QueryRequest } from './variants.ts';
 
 /** The query of links that carry none of the request's parameters (cursorLinks). */
 const NO_PARAMS: QueryParams = new Map();
 
-/** One value of a position: a number for integer fields, text for text and timestamp fields. */
-export type KeyValue = string | number;
+/** One value of a position: a number for int2/int4 fields (and the demo's ids), text for most others, null where a nullable sort key is NULL. */
+export type KeyValue = Value | null;
 
 export type Item = Record<string, unknown>;
 
-/** A value (or its placeholder) as it goes into SQL: timestamps as text cast to timestamptz. */
-export function keyLiteral(type: FieldType, value: KeyValue | Placeholder): SQL {
-  return type === 'timestamp' ? timestampValue(value as string | Placeholder) : sql`${value}`;
+/** A demo field type (lib/pagination/values.ts, demoValueType), or a field. */
+type Typed = Field | DemoType;
+
+function valueTypeOf(typed: Typed): ValueType {
+  return typeof typed === 'string' ? demoValueType(typed) : typed.value;
 }
 
-/** Whether a value read back from a cursor has the shape its field needs. */
-export function isKeyValue(type: FieldType, value: unknown): value is KeyValue {
-  switch (type) {
-    case 'integer':
-    case 'bigint':
-      return Number.isSafeInteger(value);
-    case 'timestamp':
-      return isTimestampText(value);
-    case 'text':
-      return typeof value === 'string';
-  }
+/** A value (or its placeholder) as it goes into SQL, cast as the field's type needs (timestamps: text cast to timestamptz). */
+export function keyLiteral(typed: Typed, value: Value | Placeholder): SQL {
+  return valueTypeOf(typed).literal(value);
 }
 
-/** Consecutive sort keys of one direction: one row comparison. */
+/** Whether a value read back from a cursor has the shape its field needs: NULL only where the field may hold it. */
+export function isKeyValue(typed: Typed, value: unknown): value is KeyValue {
+  if (value === null) return typeof typed !== 'string' && typed.nullable;
+  return valueTypeOf(typed).isPosition(value);
+}
+
+/**
+ * Consecutive sort keys compared together: NOT NULL keys of one direction in one row comparison, which an index
+ * on them serves; a key that may be NULL alone, with expanded predicates.
+ */
 interface Group {
   readonly columns: SQL[];
   readonly values: SQL[];
   readonly descending: boolean;
+  /** Set for a key that may hold NULL: whether the position's value of it is NULL. */
+  readonly nullable?: { readonly isNull: boolean };
 }
 
 function tuple(parts: SQL[]): SQL {
@@ -54,11 +59,46 @@ function compare(group: Group, strict: boolean): SQL {
   return sql`${tuple(group.columns)} ${sql.raw(op)} ${tuple(group.values)}`;
 }
 
-// (g0 strictly past) or (g0 equal and the rest past), recursively.
-function past(groups: readonly Group[]): SQL {
+/**
+ * Rows strictly past the group's position value, in its direction; undefined when none can be. NULLs sort as
+ * PostgreSQL puts them by default: last ascending, first descending. So ascending, past x are the greater values
+ * and the NULLs, and past NULL nothing; descending, past x are the smaller values, and past NULL every value.
+ */
+function strictlyPast(group: Group): SQL | undefined {
+  if (!group.nullable) return compare(group, true);
+  const column = group.columns[0]!;
+  if (group.nullable.isNull) return group.descending ? sql`${column} is not null` : undefined;
+  return group.descending ? compare(group, true) : sql`(${compare(group, true)} or ${column} is null)`;
+}
+
+/** Rows level with the group's position value. */
+function level(group: Group): SQL {
+  if (group.nullable?.isNull) return sql`${group.columns[0]!} is null`;
+  return sql`${tuple(group.columns)} = ${tuple(group.values)}`;
+}
+
+// (g0 strictly past) or (g0 level and the rest past), recursively; the last group past, or level too when inclusive.
+function past(groups: readonly Group[], inclusive: boolean): SQL {
   const [first, ...rest] = groups as [Group, ...Group[]];
-  if (rest.length === 0) return compare(first, true);
-  return sql`(${compare(first, true)} or (${sql`${tuple(first.columns)} = ${tuple(first.values)}`} and ${past(rest)}))`;
+  if (rest.length === 0) {
+    if (inclusive) return first.nullable ? sql`(${strictlyPast(first) ?? sql`false`} or ${level(first)})` : compare(first, false);
+    return strictlyPast(first) ?? sql`false`;
+  }
+  const beyond = strictlyPast(first);
+  const then = sql`${level(first)} and ${past(rest, inclusive)}`;
+  return beyond === undefined ? sql`(${then})` : sql`(${beyond} or (${then}))`;
+}
+
+/**
+ * A bound on the first group alone that the rows past the position also meet, in front of the expanded
+ * predicate so that an index on the first key bounds the scan: `a >= x` on a NOT NULL key, `a <= x` on a
+ * nullable descending one (the NULLs come first, so lie behind). A nullable ascending key has none: past x lie
+ * the NULLs too, at the index's other end (docs/api.md, "NULLs").
+ */
+function leadingBound(group: Group): SQL | undefined {
+  if (!group.nullable) return compare(group, false);
+  if (group.nullable.isNull) return undefined;
+  return group.descending ? compare(group, false) : undefined;
 }
 
 /** The placeholder of the position's value of the `at`-th sort key. */
@@ -67,59 +107,83 @@ function keySlot(at: number): Placeholder {
 }
 
 /**
- * Rows strictly after a position (one value per key, placeholders k0, k1, … that positionValues fills) in the
- * order of `keys`. Keys of one direction become
- * one row comparison, `(a, id) > (x, y)`, which an index on (a, id) serves. Mixed directions cannot share
- * one row comparison (docs/api.md, "Keyset pagination"): consecutive keys of one direction are grouped and the groups expanded,
- * `a < x or (a = x and (b, id) > (y, z))`, with the non-strict `a <= x` in front so an index on the
- * first key still bounds the scan.
+ * Rows strictly after a position (one value per key, placeholders k0, k1, … that positionValues fills; none for
+ * a NULL, whose SQL differs) in the order of `keys`, or at it too when `inclusive`. NOT NULL keys of one direction
+ * become one row comparison, `(a, id) > (x, y)`, which an index on (a, id) serves. Mixed directions cannot share
+ * one row comparison (docs/api.md, "Keyset pagination"), nor can a key that may be NULL, which `(a, id) > (x, y)`
+ * is never true of: consecutive NOT NULL keys of one direction are grouped, a nullable key is a group of its own,
+ * and the groups expanded, `a < x or (a = x and (b, id) > (y, z))`, with a non-strict bound on the first group in
+ * front so an index on the first key still bounds the scan (leadingBound). With NOT NULL keys only, this is the
+ * SQL it always was.
  */
-function afterPosition(collection: Collection, keys: readonly SortKey[]): SQL {
+function afterPosition(collection: Collection, keys: readonly SortKey[], nulls: readonly boolean[], inclusive: boolean): SQL {
   const groups: Group[] = [];
   keys.forEach((key, at) => {
     const field = collection.fields.get(key.field)!;
     const column = sql`${field.column}`;
-    const value = keyLiteral(field.type, keySlot(at));
+    if (field.nullable) {
+      const value = nulls[at] ? sql`null` : keyLiteral(field, keySlot(at));
+      groups.push({ columns: [column], values: [value], descending: key.descending, nullable: { isNull: nulls[at] === true } });
+      return;
+    }
+    const value = keyLiteral(field, keySlot(at));
     const last = groups.at(-1);
-    if (last && last.descending === key.descending) {
+    if (last && !last.nullable && last.descending === key.descending) {
       last.columns.push(column);
       last.values.push(value);
     } else {
       groups.push({ columns: [column], values: [value], descending: key.descending });
     }
   });
-  if (groups.length === 1) return past(groups);
-  return sql`(${compare(groups[0]!, false)} and ${past(groups)})`;
+  if (groups.length === 1) return past(groups, inclusive);
+  const bound = leadingBound(groups[0]!);
+  return bound === undefined ? past(groups, inclusive) : sql`(${bound} and ${past(groups, inclusive)})`;
 }
 
-/** The values of a position, for afterPosition's placeholders. */
+/** The values of a position, for afterPosition's placeholders (a NULL has none). */
 function positionValues(position: readonly KeyValue[], into: Record<string, unknown>): void {
   position.forEach((value, at) => {
-    into[`k${at}`] = value;
+    if (value !== null) into[`k${at}`] = value;
   });
 }
 
-/** The values of every sort key of an item: the position a cursor carries. */
-export function positionOf(item: Item, keys: readonly SortKey[]): KeyValue[] {
-  return keys.map((key) => item[key.field] as KeyValue);
+/**
+ * The values of every sort key of an item: the position a cursor carries, each as its field's value type
+ * carries it (lib/pagination/values.ts: an exact number as its text). Without a collection, the items' values.
+ */
+export function positionOf(item: Item, keys: readonly SortKey[], collection?: Collection): KeyValue[] {
+  return keys.map((key) => {
+    const value = item[key.field];
+    if (value === null || value === undefined) return null;
+    const position = collection ? collection.fields.get(key.field)!.value.position : undefined;
+    return position ? position(value) : (value as Value);
+  });
 }
 
 /**
- * Where a keyset chunk starts: strictly after a position (one value per sort key), or past a bound on the
- * first key alone (the time variant's `before` and `after`, which sit between items).
+ * Where a keyset chunk starts: after a position (one value per sort key; at it too when `inclusive`), or past a
+ * bound on the first key alone (the time variant's `before` and `after`, which sit between items).
  */
-export type KeysetStart = { readonly after: readonly KeyValue[] } | { readonly bound: '<' | '<=' | '>' | '>='; readonly value: KeyValue };
+export type KeysetStart =
+  | { readonly after: readonly KeyValue[]; readonly inclusive?: boolean }
+  | { readonly bound: '<' | '<=' | '>' | '>='; readonly value: Value };
 
-/** What a start makes of the query's shape: none, a position, or a bound and its operator. */
+/** What a start makes of the query's shape: none, a position (which of its values are NULL, whether inclusive), or a bound and its operator. */
 function startKey(start: KeysetStart | undefined): string {
-  return start === undefined ? '' : 'after' in start ? 'a' : start.bound;
+  if (start === undefined) return '';
+  if (!('after' in start)) return start.bound;
+  const nulls = start.after.some((value) => value === null) ? start.after.map((value) => (value === null ? '0' : '1')).join('') : '';
+  return `a${start.inclusive ? '=' : ''}${nulls}`;
 }
 
 function startCondition(collection: Collection, keys: readonly SortKey[], start: KeysetStart | undefined): SQL | undefined {
   if (start === undefined) return undefined;
-  if ('after' in start) return afterPosition(collection, keys);
+  if ('after' in start) {
+    const nulls = start.after.map((value) => value === null);
+    return afterPosition(collection, keys, nulls, start.inclusive === true);
+  }
   const field = collection.fields.get(keys[0]!.field)!;
-  return sql`${field.column} ${sql.raw(start.bound)} ${keyLiteral(field.type, keySlot(0))}`;
+  return sql`${field.column} ${sql.raw(start.bound)} ${keyLiteral(field, keySlot(0))}`;
 }
 
 /**

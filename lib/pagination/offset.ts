@@ -9,7 +9,6 @@ import { MAX_SAFE, parseInteger, parseSize } from './params.ts';
 import type { Collection, SortKey } from './registry.ts';
 import { collectionKey, itemsOf, literalLimit, runShape, shapeOf } from './shapes.ts';
 import { orderBy, sortParam } from './sort.ts';
-import { epochSeconds } from './timestamps.ts';
 import { type ChunkRequest, defineVariant, type QueryRequest, type Reading } from './variants.ts';
 
 export interface Positional {
@@ -22,7 +21,7 @@ export interface Positional {
 /**
  * The chunk query of a positional shape. Without an offset, the chunk's rows; with one (a placeholder), rows are
  * skipped in an inner query over raw columns and only the chunk's are projected outside it: otherwise
- * PostgreSQL computes every skipped row's epoch seconds too.
+ * PostgreSQL computes every skipped row's epoch seconds (and other printed forms: lib/pagination/values.ts) too.
  */
 function positionalQuery(
   database: Database,
@@ -52,12 +51,7 @@ function positionalQuery(
     .offset(sql.placeholder('offset'))
     .as('chunk');
   const columns = chunk as unknown as Record<string, AnyPgColumn>;
-  const selection = Object.fromEntries(
-    [...collection.fields].map(([name, field]) => [
-      name,
-      field.type === 'timestamp' ? epochSeconds(columns[name]!).as(name) : columns[name]!,
-    ]),
-  );
+  const selection = Object.fromEntries([...collection.fields].map(([name, field]) => [name, field.value.select(columns[name]!, name)]));
   return drizzle
     .select(selection)
     .from(chunk)

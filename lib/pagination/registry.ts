@@ -1,12 +1,12 @@
 // The collection registry: one declaration per collection drives validation, SQL, links and cost.
 import type { SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
-import { epochSeconds } from './timestamps.ts';
+import { type DemoType, demoValueType, type FieldType, type ValueType } from './values.ts';
 
+export type { FieldType } from './values.ts';
 export type VariantName = 'offset' | 'page' | 'cursor' | 'time';
-export type FilterOp = 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'in' | 'prefix';
-/** integer: int4 column; bigint: int8 column read as a JS number (ids); timestamp: timestamptz. */
-export type FieldType = 'integer' | 'bigint' | 'text' | 'timestamp';
+/** isnull: `field[isnull]=true` selects the rows where the field is NULL, `false` those where it is not. */
+export type FilterOp = 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'in' | 'prefix' | 'isnull';
 
 export interface SortKey {
   readonly field: string;
@@ -39,13 +39,21 @@ export interface CostRule {
 export interface CollectionDeclaration {
   readonly name: string;
   readonly table: PgTable;
-  /** Item fields in JSON order: camelCase name to column and type. Must include `id`. */
-  readonly fields: Readonly<Record<string, { column: AnyPgColumn; type: FieldType }>>;
+  /**
+   * Item fields in JSON order: name to column and type. `value` says how its values travel (default: the demo's
+   * way for its type: lib/pagination/values.ts); `nullable` defaults to the column's lack of NOT NULL.
+   */
+  readonly fields: Readonly<Record<string, { column: AnyPgColumn; type: FieldType; value?: ValueType; nullable?: boolean }>>;
+  /**
+   * The fields that identify an item, the tie-breaker of every order and what cursors carry (default: `id`,
+   * which must then be an integer field). They must be NOT NULL and unique together.
+   */
+  readonly key?: readonly string[];
   readonly variants: readonly VariantName[];
   readonly defaultVariant: VariantName;
   readonly filters: Readonly<Record<string, readonly FilterOp[]>>;
   readonly sortKeys: readonly string[];
-  /** e.g. "-createdAt"; `id` is appended as the tie-breaker. */
+  /** e.g. "-createdAt"; the key (`id`) is appended as the tie-breaker. */
   readonly defaultSort: string;
   /** The timestamp field the time variant pages over. */
   readonly timeField?: string;
@@ -65,12 +73,18 @@ export interface Field {
   readonly name: string;
   readonly column: AnyPgColumn;
   readonly type: FieldType;
+  /** How its values are selected, printed, carried in cursors and read from filters. */
+  readonly value: ValueType;
+  /** Whether it may hold NULL (a sort key that may is compared with expanded predicates: lib/pagination/keyset.ts). */
+  readonly nullable: boolean;
   /** What the item selects: the column, or for a timestamp its exact epoch seconds (epochSeconds), which items print in JS. */
   readonly selection: AnyPgColumn | SQL.Aliased;
 }
 
-export interface Collection extends Omit<CollectionDeclaration, 'fields' | 'defaultSort' | 'countThreshold'> {
+export interface Collection extends Omit<CollectionDeclaration, 'fields' | 'defaultSort' | 'countThreshold' | 'key'> {
   readonly fields: ReadonlyMap<string, Field>;
+  /** The key's fields (`id` for the demo's). */
+  readonly key: readonly string[];
   readonly countThreshold: number;
   readonly selection: Record<string, AnyPgColumn | SQL.Aliased>;
   readonly defaultSort: readonly SortKey[];
@@ -85,15 +99,23 @@ export function splitSort(text: string): SortKey[] {
 export function defineCollection(declaration: CollectionDeclaration): Collection {
   const fields = new Map<string, Field>();
   const selection: Record<string, AnyPgColumn | SQL.Aliased> = {};
-  for (const [name, { column, type }] of Object.entries(declaration.fields)) {
-    const select = type === 'timestamp' ? epochSeconds(column).as(name) : column;
-    fields.set(name, { name, column, type, selection: select });
+  const key = declaration.key ?? ['id'];
+  for (const [name, entry] of Object.entries(declaration.fields)) {
+    const { column, type } = entry;
+    const value = entry.value ?? demoValueType(type as DemoType);
+    const select = value.select(column, name);
+    // The key's fields hold no NULL whatever the column says (a view's columns are all nullable to the catalog).
+    const nullable = !key.includes(name) && (entry.nullable ?? !column.notNull);
+    fields.set(name, { name, column, type, value, nullable, selection: select });
     selection[name] = select;
   }
   const fail = (reason: string) => {
     throw new Error(`Invalid collection ${declaration.name}: ${reason}`);
   };
-  if (fields.get('id')?.type !== 'bigint' && fields.get('id')?.type !== 'integer') fail('it needs an integer id');
+  if (declaration.key === undefined && fields.get('id')?.type !== 'bigint' && fields.get('id')?.type !== 'integer') {
+    fail('it needs an integer id');
+  }
+  if (key.length === 0 || key.some((name) => !fields.has(name))) fail('its key names no field, or an unknown one');
   if (!declaration.variants.includes(declaration.defaultVariant)) fail('the default variant is not offered');
   for (const [field, ops] of Object.entries(declaration.filters)) {
     if (!fields.has(field)) fail(`filter on unknown field ${field}`);
@@ -102,7 +124,8 @@ export function defineCollection(declaration: CollectionDeclaration): Collection
   for (const key of declaration.sortKeys) if (!fields.has(key)) fail(`sort key on unknown field ${key}`);
   const defaultSort = splitSort(declaration.defaultSort);
   for (const key of defaultSort) if (!fields.has(key.field)) fail(`default sort on unknown field ${key.field}`);
-  if (declaration.variants.includes('time') && fields.get(declaration.timeField ?? '')?.type !== 'timestamp') {
+  const timeType = fields.get(declaration.timeField ?? '')?.type;
+  if (declaration.variants.includes('time') && timeType !== 'timestamp' && timeType !== 'localTimestamp') {
     fail('the time variant needs a timestamp timeField');
   }
   const { indexed, unindexedSort, countedPerUnit } = declaration.cost;
@@ -115,7 +138,7 @@ export function defineCollection(declaration: CollectionDeclaration): Collection
   }
   // Every order a request can ask for must have a price: an index, or the surcharge of a sort without one.
   const orderKeys = [
-    'id',
+    key[0]!,
     ...declaration.sortKeys,
     ...defaultSort.map((key) => key.field),
     ...(declaration.timeField ? [declaration.timeField] : []),
@@ -124,7 +147,7 @@ export function defineCollection(declaration: CollectionDeclaration): Collection
   if (unindexed !== undefined && !(Number.isSafeInteger(unindexedSort) && unindexedSort! > 0)) {
     fail(`${unindexed} has no index declared in its cost rule, so the rule needs a positive unindexedSort`);
   }
-  return Object.freeze({ ...declaration, fields, selection, defaultSort, countThreshold });
+  return Object.freeze({ ...declaration, key, fields, selection, defaultSort, countThreshold });
 }
 
 export type Registry = ReadonlyMap<string, Collection>;

@@ -50,7 +50,7 @@ export function readQuery(collection: Collection, params: QueryParams, cursorSec
   const variant = variants[name];
   checkParamsTaken(name, params.keys(), (param) => isFilterName(collection, param));
   const filters = parseFilters(collection, params);
-  const sort = takes(name, 'sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort);
+  const sort = takes(name, 'sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort, collection.key);
   const request = { collection, params, filters, sort, cursor };
   return { variant, request, plan: variant.read(request) };
 }

@@ -6,7 +6,6 @@
 import { is, Placeholder, sql } from 'drizzle-orm';
 import type { Sql } from 'postgres';
 import type { Database, StatementBudget } from '../../db/client.ts';
-import { formatEpoch } from '../../db/timestamps.ts';
 import type { Collection } from './registry.ts';
 
 /** A map that keeps the `max` entries used last: a read moves its entry to the end, an insert drops the first. */
@@ -353,21 +352,25 @@ export function itemsOf(collection: Collection, rows: readonly unknown[][], coun
   return items;
 }
 
-/** Reads rows that select the collection's fields in order: timestamps (as epochSeconds selects them) printed. */
+/**
+ * Reads rows that select the collection's fields in order: each value its field's type prints (lib/pagination/values.ts:
+ * timestamps from the epoch seconds epochSeconds selects, exact numbers from PostgreSQL's text), others as they come.
+ */
 function itemReader(collection: Collection): ItemReader {
   let reader = readers.get(collection);
   if (reader !== undefined) return reader;
   const fields = [...collection.fields.values()];
   const names = fields.map((field) => field.name);
-  const stamps = fields.map((field) => field.type === 'timestamp');
+  const printers = fields.map((field) => field.value.print);
   reader = (row) => {
     const item: Item = {};
     for (let at = 0; at < names.length; at++) {
       const value = row[at];
-      if (stamps[at] && value !== null) {
-        const text = formatEpoch(value as string);
-        if (text === undefined) throw new UnprintableTimestamp(collection.name, names[at]!, value);
-        item[names[at]!] = text;
+      const print = printers[at];
+      if (print !== undefined && value !== null) {
+        const printed = print(value);
+        if (printed === undefined) throw new UnprintableTimestamp(collection.name, names[at]!, value);
+        item[names[at]!] = printed;
       } else {
         item[names[at]!] = value;
       }

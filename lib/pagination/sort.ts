@@ -1,20 +1,30 @@
-// The `sort` parameter: a comma list of sort keys, always ending with the unique `id` tie-breaker.
+// The `sort` parameter: a comma list of sort keys, always ending with the collection's unique key (`id`) as the tie-breaker.
 import { asc, desc, type SQL } from 'drizzle-orm';
 import { invalidParameter } from '../http/errors.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, SortKey } from './registry.ts';
 
-/** Appends `id` in the direction of the key before it, unless `id` is already a key. */
-export function withTieBreaker(keys: readonly SortKey[]): SortKey[] {
-  const idAt = keys.findIndex((key) => key.field === 'id');
-  if (idAt !== -1) return keys.slice(0, idAt + 1);
-  return [...keys, { field: 'id', descending: keys.at(-1)?.descending ?? false }];
+/**
+ * Ends an order with the collection's key (`id` by default): keys after the last of the key's fields are dropped,
+ * since the key decides already, and its fields not in the order are appended in the direction of the key before them.
+ */
+export function withTieBreaker(keys: readonly SortKey[], key: readonly string[] = ['id']): SortKey[] {
+  const missing = new Set(key);
+  const order: SortKey[] = [];
+  for (const sortKey of keys) {
+    order.push(sortKey);
+    missing.delete(sortKey.field);
+    if (missing.size === 0) return order;
+  }
+  const descending = order.at(-1)?.descending ?? false;
+  for (const field of key) if (missing.has(field)) order.push({ field, descending });
+  return order;
 }
 
 /** The request's sort (or the collection's default), with the tie-breaker. */
 export function parseSort(collection: Collection, params: QueryParams): SortKey[] {
   const text = params.get('sort');
-  if (text === undefined) return withTieBreaker(collection.defaultSort);
+  if (text === undefined) return withTieBreaker(collection.defaultSort, collection.key);
   const keys: SortKey[] = [];
   const offered = collection.sortKeys.join(', ');
   for (const part of text.split(',')) {
@@ -27,7 +37,7 @@ export function parseSort(collection: Collection, params: QueryParams): SortKey[
     if (keys.some((key) => key.field === field)) throw invalidParameter('sort', `names ${field} twice`);
     keys.push({ field, descending });
   }
-  return withTieBreaker(keys);
+  return withTieBreaker(keys, collection.key);
 }
 
 /** "name,-priceCents,id": the sort as it goes into links. */

@@ -10,11 +10,12 @@ import {
   type Item,
   isKeyValue,
   type KeysetStart,
+  type KeyValue,
   parsePageSize,
+  positionOf,
 } from './keyset.ts';
 import type { Links } from './links.ts';
 import type { Collection, SortKey } from './registry.ts';
-import { parseTimestamp } from './timestamps.ts';
 import { type ChunkRequest, defineVariant, type QueryRequest, type Reading } from './variants.ts';
 
 /** older: newest first, towards older items; newer: oldest first, towards newer items. */
@@ -22,11 +23,19 @@ type Direction = 'older' | 'newer';
 
 /**
  * A position between items: a timestamp and the id tie-breaker of the item there, or "-" / "+" for a
- * position before / after every item of that timestamp (what `before` and `after` mean).
+ * position before / after every item of that timestamp (what `before` and `after` mean). A collection whose key
+ * is not the demo's integer `id` carries its key's values (`i` an array), and `inclusive` when the position
+ * takes in its own item (what `id ± 1` does for an integer id: reversed).
  */
 interface Position {
-  readonly t: string;
-  readonly i: number | '-' | '+';
+  readonly t: KeyValue;
+  readonly i: number | '-' | '+' | readonly KeyValue[];
+  readonly inclusive?: boolean;
+}
+
+/** Whether the collection's positions carry its one integer id as a number, as the demo's do (`id ± 1` steps over an item). */
+function numericId(collection: Collection): boolean {
+  return collection.key.length === 1 && collection.fields.get(collection.key[0]!)!.type === 'bigint';
 }
 
 interface TimeQuery {
@@ -44,10 +53,7 @@ function timeField(collection: Collection): string {
 
 function keysOf(collection: Collection, direction: Direction): SortKey[] {
   const descending = direction === 'older';
-  return [
-    { field: timeField(collection), descending },
-    { field: 'id', descending },
-  ];
+  return [{ field: timeField(collection), descending }, ...collection.key.map((field) => ({ field, descending }))];
 }
 
 /** Items strictly past the position in the direction. */
@@ -55,27 +61,44 @@ function startOf(query: TimeQuery): KeysetStart | undefined {
   const { direction, position } = query;
   if (position === null) return undefined;
   if (typeof position.i === 'number') return { after: [position.t, position.i] };
+  if (Array.isArray(position.i)) return { after: [position.t, ...position.i], inclusive: position.inclusive === true };
   // "-" sits before the timestamp's items, "+" after them: older than "+" includes them, newer than "-" too.
   const inclusive = direction === 'older' ? position.i === '+' : position.i === '-';
   const bound = direction === 'older' ? (inclusive ? '<=' : '<') : inclusive ? '>=' : '>';
-  return { bound, value: position.t };
+  return { bound, value: position.t as string };
 }
 
 /**
  * The same position seen from the other direction, keeping the item at it: the prev link of an empty chunk
- * must not skip the item its position names. Ids are integers, so "up to and including id n" is "before n + 1".
+ * must not skip the item its position names. Ids are integers, so "up to and including id n" is "before n + 1";
+ * any other key's position is made inclusive.
  */
 function reversed(position: Position, from: Direction): Position {
+  if (Array.isArray(position.i)) return { ...position, inclusive: !position.inclusive };
   if (typeof position.i !== 'number') return position;
   return { t: position.t, i: from === 'older' ? position.i - 1 : position.i + 1 };
 }
 
 function positionOfItem(collection: Collection, item: Item): Position {
-  return { t: item[timeField(collection)] as string, i: item.id as number };
+  if (numericId(collection)) return { t: item[timeField(collection)] as string, i: item[collection.key[0]!] as number };
+  const [t, ...i] = positionOf(item, keysOf(collection, 'newer'), collection);
+  return { t: t!, i };
 }
 
 function payloadOf(collection: Collection, query: TimeQuery, direction: Direction, position: Position | null): CursorPayload {
-  return { v: 'time', c: collection.name, d: direction, p: position && [position.t, position.i], f: filtersPayload(query.filters) };
+  const p = position && (position.inclusive ? [position.t, position.i, 1] : [position.t, position.i]);
+  return { v: 'time', c: collection.name, d: direction, p, f: filtersPayload(query.filters) };
+}
+
+/** Whether `i` of a cursor's position is one the collection's positions carry. */
+function isPositionKey(collection: Collection, i: unknown): boolean {
+  if (i === '-' || i === '+') return true;
+  if (numericId(collection)) return Number.isSafeInteger(i);
+  return (
+    Array.isArray(i) &&
+    i.length === collection.key.length &&
+    collection.key.every((field, at) => isKeyValue(collection.fields.get(field)!, i[at]) && i[at] !== null)
+  );
 }
 
 function fromCursor(request: QueryRequest, cursor: CursorPayload): TimeQuery {
@@ -84,21 +107,25 @@ function fromCursor(request: QueryRequest, cursor: CursorPayload): TimeQuery {
   if (d !== 'older' && d !== 'newer') throw invalidCursor('malformed');
   let position: Position | null = null;
   if (p !== null) {
-    if (!Array.isArray(p) || p.length !== 2) throw invalidCursor('malformed');
+    if (!Array.isArray(p) || !(p.length === 2 || (p.length === 3 && p[2] === 1 && Array.isArray(p[1])))) throw invalidCursor('malformed');
     const [t, i] = p as unknown[];
-    if (!isKeyValue('timestamp', t) || !(i === '-' || i === '+' || Number.isSafeInteger(i))) throw invalidCursor('malformed');
-    position = { t: t as string, i: i as Position['i'] };
+    const time = collection.fields.get(timeField(collection))!;
+    // A bound ("-", "+") sits at a timestamp; a NULL one only at an item of a nullable time field (a view's).
+    if (!isKeyValue(time, t) || (t === null && !Array.isArray(i)) || !isPositionKey(collection, i)) throw invalidCursor('malformed');
+    position = { t: t as KeyValue, i: i as Position['i'], ...(p.length === 3 ? { inclusive: true } : {}) };
   }
   return { direction: d, position, filters: boundFilters(collection, request.filters, cursor.f) };
 }
 
 function queryOf(request: QueryRequest): TimeQuery {
-  const { params, cursor, filters } = request;
+  const { params, cursor, filters, collection } = request;
   if (cursor) return fromCursor(request, cursor);
+  // The time field's own reading: RFC 3339 for timestamptz, a timestamp without time zone for one.
+  const parse = collection.fields.get(timeField(collection))!.value.parse;
   const before = params.get('before');
-  if (before !== undefined) return { direction: 'older', position: { t: parseTimestamp('before', before), i: '-' }, filters };
+  if (before !== undefined) return { direction: 'older', position: { t: parse('before', before), i: '-' }, filters };
   const after = params.get('after');
-  if (after !== undefined) return { direction: 'newer', position: { t: parseTimestamp('after', after), i: '+' }, filters };
+  if (after !== undefined) return { direction: 'newer', position: { t: parse('after', after), i: '+' }, filters };
   // No before or after: the newest items first; next moves to older ones (docs/api.md, "Parameters").
   return { direction: 'older', position: null, filters };
 }

@@ -1,0 +1,89 @@
+// Runtime collections: a collection of the collections file, resolved against the catalog (lib/collections), as the
+// registry's Collection that validation, SQL, links and costs are driven by, over a Drizzle table built at run time.
+import { getTableColumns } from 'drizzle-orm';
+import { type AnyPgColumn, customType, type PgColumnBuilderBase, pgSchema, pgTable } from 'drizzle-orm/pg-core';
+import type { Sql } from 'postgres';
+import { type ReadCatalogOptions, readCatalog } from '../catalog/read.ts';
+import { valueKind } from '../collections/kinds.ts';
+import type { Collection as ResolvedCollection } from '../collections/model.ts';
+import { parseCollectionsFile } from '../collections/parse.ts';
+import { CollectionsFileError } from '../collections/problems.ts';
+import { resolveCollections } from '../collections/resolve.ts';
+import { type Collection, type CostRule, createRegistry, defineCollection, type Registry } from './registry.ts';
+import { runtimeValueType } from './values.ts';
+
+/**
+ * A column of any type: Drizzle only writes its name (quoted, so any case) into SQL; the values are selected and
+ * printed by the field's value type (lib/pagination/values.ts), and rows come back as arrays (lib/pagination/shapes.ts).
+ */
+const anyColumn = customType<{ data: unknown; driverData: unknown }>({ dataType: () => 'unknown' });
+
+/**
+ * The registry's collection of a resolved one: its relation as a Drizzle table (pgSchema(schema).table, or
+ * pgTable in public, columns by their exact catalog names), its fields with their value types, its key as the
+ * tie-breaker of every order, its filters, sorts, default order, variants, page sizes and cost rule as resolved.
+ */
+export function collectionOf(resolved: ResolvedCollection): Collection {
+  const { relation } = resolved;
+  const keyColumns = resolved.key.columns;
+  const builders: Record<string, PgColumnBuilderBase> = {};
+  resolved.fields.forEach((field, at) => {
+    const builder = anyColumn(field.column.name);
+    // A key column holds no NULL, whatever the catalog says of a view's.
+    const notNull = !field.column.nullable || keyColumns.includes(field.column.name);
+    // Keys of our own: a column's name could be one of the table object's own (enableRLS).
+    builders[`c${at}`] = notNull ? builder.notNull() : builder;
+  });
+  const table = relation.schema === 'public' ? pgTable(relation.name, builders) : pgSchema(relation.schema).table(relation.name, builders);
+  const columns = getTableColumns(table) as Record<string, AnyPgColumn>;
+  const fieldNames = new Map(resolved.fields.map((field) => [field.column.name, field.name]));
+  const fieldOf = (column: string) => fieldNames.get(column)!;
+
+  const fields: Record<string, Parameters<typeof defineCollection>[0]['fields'][string]> = {};
+  resolved.fields.forEach((field, at) => {
+    const elementKind = field.column.type.element ? valueKind(field.column.type.element) : undefined;
+    const value = runtimeValueType(field.kind, field.column.type, elementKind);
+    const nullable = field.column.nullable && !keyColumns.includes(field.column.name);
+    fields[field.name] = { column: columns[`c${at}`]!, type: value.type, value, nullable };
+  });
+  return defineCollection({
+    name: resolved.name,
+    table,
+    fields,
+    key: keyColumns.map(fieldOf),
+    variants: resolved.variants,
+    defaultVariant: resolved.defaultVariant,
+    filters: Object.fromEntries(Object.entries(resolved.filters).map(([column, operators]) => [fieldOf(column), operators])),
+    sortKeys: Object.keys(resolved.sorts).map(fieldOf),
+    defaultSort: resolved.order.order.map((key) => `${key.descending ? '-' : ''}${fieldOf(key.column)}`).join(','),
+    ...(resolved.timeColumn === undefined ? {} : { timeField: fieldOf(resolved.timeColumn) }),
+    pageSize: resolved.pageSize,
+    countThreshold: resolved.countThreshold,
+    cost: costRuleOf(resolved, fieldOf),
+  });
+}
+
+/** lib/collections' cost settings (per column) as the registry's cost rule (per field). */
+function costRuleOf(resolved: ResolvedCollection, fieldOf: (column: string) => string): CostRule {
+  const { cost } = resolved;
+  return {
+    itemsPerUnit: cost.itemsPerUnit,
+    countedPerUnit: cost.countedPerUnit,
+    indexed: Object.fromEntries(Object.entries(cost.indexed).map(([column, rows]) => [fieldOf(column), rows])),
+    unindexedSort: cost.unindexedSort,
+  };
+}
+
+/**
+ * The registry of a collections file: its text parsed (`source` names it in problems: YAML, or JSON when it ends
+ * in .json), the catalog read once on `sql` (the schemas of `options`, the service's own left out), the file
+ * resolved against it, and each collection made a runtime one (collectionOf). Throws a CollectionsFileError with
+ * every problem, one line each, when the file cannot be served.
+ */
+export async function loadRegistry(sql: Sql, fileText: string, source: string, options: ReadCatalogOptions): Promise<Registry> {
+  const file = parseCollectionsFile(fileText, source);
+  const catalog = await readCatalog(sql, options);
+  const { collections, problems } = resolveCollections(file, catalog, source);
+  if (problems.length > 0) throw new CollectionsFileError(problems);
+  return createRegistry(collections.map(collectionOf));
+}

@@ -1,0 +1,454 @@
+// How a field's values travel (docs/api.md, "Values"): what an item selects and prints, what a cursor carries, how a
+// filter value is read and bound. The demo's four types as they always were; a runtime collection's (lib/pagination/
+// runtime.ts) from the column's type in the catalog, printed exactly: never through a lossy JS number or a JS Date.
+import { type Placeholder, type SQL, sql } from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
+import { formatEpoch } from '../../db/timestamps.ts';
+import type { ColumnType } from '../catalog/model.ts';
+import type { ValueKind } from '../collections/kinds.ts';
+import { invalidParameter } from '../http/errors.ts';
+import { epochSeconds, isTimestampText, parseTimestamp, timestampValue } from './timestamps.ts';
+
+/**
+ * What a field is, as the OpenAPI document describes it. integer: int4 (and the demo's); bigint: the demo's int8 ids,
+ * read as JS numbers; timestamp: timestamptz; the rest are a runtime collection's (int8 there is `int8`, exact).
+ */
+export type FieldType =
+  | 'integer'
+  | 'bigint'
+  | 'text'
+  | 'timestamp'
+  | 'smallint'
+  | 'int8'
+  | 'decimal'
+  | 'float'
+  | 'boolean'
+  | 'uuid'
+  | 'enum'
+  | 'date'
+  | 'localTimestamp'
+  | 'time'
+  | 'interval'
+  | 'json'
+  | 'array'
+  | 'tsvector'
+  | 'bytea';
+
+/** One value of a cursor's position (null aside): a number for int2/int4 (and the demo's ids), text for the rest, or a boolean. */
+export type KeyValue = string | number | boolean;
+
+export interface ValueType {
+  readonly type: FieldType;
+  /** What an item selects for the column, under the field's name: the column, or an expression of it. */
+  select(column: AnyPgColumn | SQL, name: string): AnyPgColumn | SQL.Aliased;
+  /** The item's value of what the selection returns (never null); undefined when it cannot be printed. Absent: as it comes. */
+  readonly print?: (raw: unknown) => unknown;
+  /** The cursor's value of an item's printed value (never null). Absent: the value itself. */
+  readonly position?: (printed: unknown) => KeyValue;
+  /** Whether a value read back from a cursor (never null) is one this type writes. */
+  isPosition(value: unknown): boolean;
+  /** A value, or its placeholder, as SQL compares it with the column. */
+  literal(value: KeyValue | Placeholder): SQL;
+  /** The SQL type of the array an `in` filter's values are sent as. */
+  readonly arrayType: string;
+  /** A value as a request sends it (filter, since_id, before/after): normalised text, or a 400 naming `name`. */
+  parse(name: string, text: string): string;
+  /** The parameter, and the position value, of normalised text. */
+  bind(text: string): KeyValue;
+  /** An integer type: since_id takes it when it is the whole key. */
+  readonly integer?: boolean;
+}
+
+const INT4 = 2n ** 31n;
+/** An integer written as plain decimal digits (a `-` where the range has negatives), within [min, max], as normalised text. */
+function integerParser(min: bigint, max: bigint): (name: string, text: string) => string {
+  return (name, text) => {
+    const reason = `must be an integer from ${min} to ${max}`;
+    if (!(min < 0n ? /^-?\d{1,20}$/ : /^\d{1,20}$/).test(text)) throw invalidParameter(name, reason);
+    const value = BigInt(text);
+    if (value < min || value > max) throw invalidParameter(name, reason);
+    return String(value);
+  };
+}
+const parseInt4 = integerParser(-INT4, INT4 - 1n);
+const parseSafe = integerParser(BigInt(-Number.MAX_SAFE_INTEGER), BigInt(Number.MAX_SAFE_INTEGER));
+/** The longest value a text filter takes. */
+export const MAX_TEXT_LENGTH = 1000;
+
+const same = (column: AnyPgColumn | SQL): AnyPgColumn | SQL.Aliased => column as AnyPgColumn;
+const asIs = (value: KeyValue | Placeholder): SQL => sql`${value}`;
+
+function parseText(name: string, value: string): string {
+  if (value.length > MAX_TEXT_LENGTH) throw invalidParameter(name, `must be at most ${MAX_TEXT_LENGTH} characters`);
+  return value;
+}
+
+// The demo's four types, exactly as they always were: no casts, ints bound as numbers.
+/** The demo's field types. */
+export type DemoType = 'integer' | 'bigint' | 'text' | 'timestamp';
+
+const DEMO: Readonly<Record<DemoType, ValueType>> = {
+  integer: {
+    type: 'integer',
+    select: same,
+    isPosition: Number.isSafeInteger,
+    literal: asIs,
+    arrayType: 'int[]',
+    parse: (name, text) => parseInt4(name, text),
+    bind: Number,
+    integer: true,
+  },
+  bigint: {
+    type: 'bigint',
+    select: same,
+    isPosition: Number.isSafeInteger,
+    literal: asIs,
+    arrayType: 'bigint[]',
+    parse: (name, text) => parseSafe(name, text),
+    bind: Number,
+    integer: true,
+  },
+  text: {
+    type: 'text',
+    select: same,
+    isPosition: (value) => typeof value === 'string',
+    literal: asIs,
+    arrayType: 'text[]',
+    parse: parseText,
+    bind: (text) => text,
+  },
+  timestamp: {
+    type: 'timestamp',
+    // Exact epoch seconds, printed in JS (formatEpoch): undefined for what RFC 3339 cannot print.
+    select: (column, name) => epochSeconds(column).as(name),
+    print: (raw) => formatEpoch(raw as string),
+    isPosition: isTimestampText,
+    literal: (value) => timestampValue(value as string | Placeholder),
+    arrayType: 'timestamptz[]',
+    parse: parseTimestamp,
+    bind: (text) => text,
+  },
+};
+
+/** The value type of a demo field type. */
+export function demoValueType(type: DemoType): ValueType {
+  return DEMO[type];
+}
+
+// ---- Exact printing.
+
+const rawJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+const parseWithSource = JSON.parse as (
+  text: string,
+  reviver: (key: string, value: unknown, context: { source?: string }) => unknown,
+) => unknown;
+
+/** A JSON number from PostgreSQL's own text, written as it is. */
+function exactNumber(text: string): unknown {
+  return rawJson(text);
+}
+
+/** JSON text (json, jsonb, an array as to_json writes it) with every number written as the text has it. */
+function exactJson(text: unknown): unknown {
+  return parseWithSource(text as string, (_key, value, context) =>
+    typeof value === 'number' && context.source !== undefined ? rawJson(context.source) : value,
+  );
+}
+
+/** An exact number's text back from its printed value (JSON.rawJSON's object, or a string for NaN and infinities). */
+function numberText(printed: unknown): string {
+  return typeof printed === 'string' ? printed : (printed as { rawJSON: string }).rawJSON;
+}
+
+/** numeric::text and float8::text: finite ones as JSON numbers from their text, NaN and ±Infinity as strings. */
+function printNumber(raw: unknown): unknown {
+  const text = raw as string;
+  return text === 'NaN' || text.endsWith('Infinity') ? text : exactNumber(text);
+}
+
+// ---- Parsing what a request sends.
+
+const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,4})?$/;
+const SPECIAL_NUMBERS = new Set(['NaN', 'Infinity', '-Infinity']);
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const LOCAL_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$/;
+const TIME = /^(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?$/;
+const ZONE = /^(?:[Zz]|[+-](\d{2})(?::?(\d{2}))?)$/;
+/** ISO 8601 durations as PostgreSQL reads them, each part signed and of at most 7 digits (so never out of range). */
+const DURATION =
+  /^P(?=-?\d)(?:-?\d{1,7}Y)?(?:-?\d{1,7}M)?(?:-?\d{1,7}W)?(?:-?\d{1,7}D)?(?:T(?=-?\d)(?:-?\d{1,7}H)?(?:-?\d{1,7}M)?(?:-?\d{1,7}(?:\.\d{1,6})?S)?)?$/;
+
+function daysIn(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+function validDate(y: string, m: string, d: string): boolean {
+  const year = Number(y);
+  const month = Number(m);
+  const day = Number(d);
+  return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month);
+}
+
+function validTime(h: string, m: string, s: string | undefined, allow24: boolean): boolean {
+  const hour = Number(h);
+  const rest = Number(m) + Number(s ?? 0);
+  return Number(m) <= 59 && Number(s ?? 0) <= 59 && (hour <= 23 || (allow24 && hour === 24 && rest === 0));
+}
+
+function numberParser(name: string, text: string): string {
+  if (text.length > MAX_TEXT_LENGTH || !(DECIMAL.test(text) || SPECIAL_NUMBERS.has(text))) {
+    throw invalidParameter(name, 'must be a decimal number (digits, an optional sign, fraction and exponent), NaN, Infinity or -Infinity');
+  }
+  return text;
+}
+
+// ---- Runtime value types, from the catalog's column type.
+
+/** A type's name as SQL casts to it: schema-qualified, quoted, without its typmod (so that a cast never truncates). */
+function castName(type: ColumnType): string {
+  const quote = (part: string) => `"${part.replaceAll('"', '""')}"`;
+  return `${quote(type.schema)}.${quote(type.name)}`;
+}
+
+/** What every runtime type shares: a cast of each value to the column's type, and its array for `in`. */
+function castTo(type: ColumnType): Pick<ValueType, 'literal' | 'arrayType'> {
+  const name = castName(type);
+  return { literal: (value) => sql`${value}::${sql.raw(name)}`, arrayType: `${name}[]` };
+}
+
+const asText = (column: AnyPgColumn | SQL, name: string) => sql`${column}::text`.as(name);
+
+/** date, as 'YYYY-MM-DD' (a BC date with ' BC', ±infinity as 'infinity'), whatever the session's DateStyle. */
+function dateText(column: AnyPgColumn | SQL): SQL {
+  return sql`(case when not isfinite(${column}) then ${column}::text when ${column} < date '0001-01-01' then to_char(${column}, 'YYYY-MM-DD" BC"') else to_char(${column}, 'YYYY-MM-DD') end)`;
+}
+
+/** timestamp without time zone, as 'YYYY-MM-DDTHH:MM:SS.ffffff' (BC with ' BC', ±infinity as text). */
+function localTimestampText(column: AnyPgColumn | SQL): SQL {
+  const format = 'YYYY-MM-DD"T"HH24:MI:SS.US';
+  return sql`(case when not isfinite(${column}) then ${column}::text when ${column} < timestamp '0001-01-01' then to_char(${column}, '${sql.raw(format)}" BC"') else to_char(${column}, '${sql.raw(format)}') end)`;
+}
+
+/** timestamptz in SQL alone (array elements): RFC 3339 UTC, six digits, as items print it. */
+function utcTimestampText(column: AnyPgColumn | SQL): SQL {
+  const format = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
+  return sql`(case when not isfinite(${column}) then ${column}::text when ${column} < timestamptz '0001-01-01Z' then to_char(${column} at time zone 'UTC', '${sql.raw(format)}" BC"') else to_char(${column} at time zone 'UTC', '${sql.raw(format)}') end)`;
+}
+
+/** interval as an ISO 8601 duration with every part, seconds with six digits: P1Y2M-3DT4H5M6.789000S. */
+function intervalText(column: AnyPgColumn | SQL): SQL {
+  const part = (field: string) => sql`extract(${sql.raw(field)} from ${column})`;
+  return sql`format('P%sY%sM%sDT%sH%sM%sS', ${part('year')}, ${part('month')}, ${part('day')}, ${part('hour')}, ${part('minute')}, ${part('second')})`;
+}
+
+const DATE_TEXT = /^(?:\d{4,}-\d{2}-\d{2}(?: BC)?|-?infinity)$/;
+const LOCAL_TIMESTAMP_TEXT = /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(?: BC)?|-?infinity)$/;
+const TIME_TEXT = /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$/;
+const TIMETZ_TEXT = /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?[+-]\d{2}(?::\d{2}){0,2}$/;
+const INTERVAL_TEXT = /^P-?\d+Y-?\d+M-?\d+DT-?\d+H-?\d+M-?\d+\.\d{6}S$/;
+const NUMBER_TEXT = /^(?:-?\d+(?:\.\d+)?(?:e[+-]\d+)?|NaN|-?Infinity)$/;
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+const noFilter = (name: string): never => {
+  throw invalidParameter(name, 'takes no filter');
+};
+
+/** The SQL an array element is printed with where to_json would print it otherwise than a field of its type. */
+function elementText(kind: ValueKind | undefined): ((element: SQL) => SQL) | undefined {
+  switch (kind) {
+    case 'date':
+      return dateText;
+    case 'timestamp':
+      return localTimestampText;
+    case 'timestamptz':
+      return utcTimestampText;
+    case 'interval':
+      return intervalText;
+    case 'time':
+    case 'tsvector':
+      return (element) => sql`${element}::text`;
+    default:
+      return undefined;
+  }
+}
+
+/** The value type of a column of a runtime collection, by its kind (lib/collections/kinds.ts) and its type. */
+export function runtimeValueType(kind: ValueKind, type: ColumnType, elementKind?: ValueKind): ValueType {
+  const cast = castTo(type);
+  const text = (parse: ValueType['parse'], isPosition: ValueType['isPosition'], select: ValueType['select'] = asText) => ({
+    ...cast,
+    select,
+    isPosition,
+    parse,
+    bind: (value: string) => value,
+  });
+  switch (kind) {
+    case 'integer': {
+      if (type.name === 'int8') {
+        const parse = integerParser(-(2n ** 63n), 2n ** 63n - 1n);
+        return {
+          ...text(
+            parse,
+            (value) =>
+              isString(value) &&
+              /^-?\d{1,19}$/.test(value) &&
+              BigInt(value) >= -(2n ** 63n) &&
+              BigInt(value) < 2n ** 63n &&
+              String(BigInt(value)) === value,
+          ),
+          type: 'int8',
+          print: (raw) => exactNumber(raw as string),
+          position: numberText,
+          integer: true,
+        };
+      }
+      const bits = type.name === 'int2' ? 15 : 31;
+      const [min, max] = [-(2 ** bits), 2 ** bits - 1];
+      return {
+        ...cast,
+        type: bits === 15 ? 'smallint' : 'integer',
+        select: same,
+        isPosition: (value) => Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max,
+        parse: integerParser(BigInt(min), BigInt(max)),
+        bind: Number,
+        integer: true,
+      };
+    }
+    case 'decimal':
+      return {
+        ...text(numberParser, (value) => isString(value) && NUMBER_TEXT.test(value)),
+        type: type.name === 'numeric' ? 'decimal' : 'float',
+        print: printNumber,
+        position: numberText,
+      };
+    case 'text':
+      return { ...text(parseText, isString, same), type: 'text' };
+    case 'uuid':
+      return {
+        ...text(
+          (name, value) => {
+            if (!UUID.test(value)) throw invalidParameter(name, 'must be a UUID, e.g. 123e4567-e89b-12d3-a456-426614174000');
+            return value.toLowerCase();
+          },
+          (value) => isString(value) && UUID.test(value),
+          same,
+        ),
+        type: 'uuid',
+      };
+    case 'boolean':
+      return {
+        ...cast,
+        type: 'boolean',
+        select: same,
+        isPosition: (value) => typeof value === 'boolean',
+        parse: (name, value) => {
+          if (value !== 'true' && value !== 'false') throw invalidParameter(name, 'must be true or false');
+          return value;
+        },
+        bind: (value) => value === 'true',
+      };
+    case 'enum': {
+      const labels = type.enumLabels ?? [];
+      const listed = labels.length <= 20 ? labels.join(', ') : `${labels.slice(0, 20).join(', ')}, …`;
+      return {
+        ...text(
+          (name, value) => {
+            if (!labels.includes(value)) throw invalidParameter(name, `must be one of ${listed}`);
+            return value;
+          },
+          (value) => isString(value) && labels.includes(value),
+          same,
+        ),
+        type: 'enum',
+      };
+    }
+    case 'date':
+      return {
+        ...text(
+          (name, value) => {
+            const m = DATE.exec(value);
+            if (!m || !validDate(m[1]!, m[2]!, m[3]!)) throw invalidParameter(name, 'must be a date, YYYY-MM-DD');
+            return value;
+          },
+          (value) => isString(value) && DATE_TEXT.test(value),
+          (column, name) => dateText(column).as(name),
+        ),
+        type: 'date',
+      };
+    case 'timestamp':
+      return {
+        ...text(
+          (name, value) => {
+            const m = LOCAL_TIMESTAMP.exec(value);
+            if (!m || !validDate(m[1]!, m[2]!, m[3]!) || !validTime(m[4]!, m[5]!, m[6], false)) {
+              throw invalidParameter(name, 'must be a timestamp without time zone, YYYY-MM-DDTHH:MM:SS with at most six fractional digits');
+            }
+            return `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.${(m[7] ?? '').padEnd(6, '0')}`;
+          },
+          (value) => isString(value) && LOCAL_TIMESTAMP_TEXT.test(value),
+          (column, name) => localTimestampText(column).as(name),
+        ),
+        type: 'localTimestamp',
+      };
+    case 'timestamptz':
+      return DEMO.timestamp;
+    case 'time': {
+      const zoned = type.name === 'timetz';
+      return {
+        ...text(
+          (name, value) => {
+            const reason = zoned
+              ? 'must be a time with a UTC offset, HH:MM[:SS[.ffffff]] then Z or ±HH[:MM]'
+              : 'must be a time, HH:MM[:SS[.ffffff]]';
+            const zoneAt = zoned ? value.search(/[Zz+-]/) : -1;
+            const m = TIME.exec(zoneAt === -1 ? value : value.slice(0, zoneAt));
+            const zone = zoneAt === -1 ? undefined : ZONE.exec(value.slice(zoneAt));
+            if (!m || !validTime(m[1]!, m[2]!, m[3], true) || zoned !== (zone !== undefined) || zone === null) {
+              throw invalidParameter(name, reason);
+            }
+            if (zone && (Number(zone[1] ?? 0) > 15 || Number(zone[2] ?? 0) > 59)) throw invalidParameter(name, reason);
+            return value;
+          },
+          (value) => isString(value) && (zoned ? TIMETZ_TEXT : TIME_TEXT).test(value),
+        ),
+        type: 'time',
+      };
+    }
+    case 'interval':
+      return {
+        ...text(
+          (name, value) => {
+            if (!DURATION.test(value)) throw invalidParameter(name, 'must be an ISO 8601 duration, e.g. P1Y2M3DT4H5M6.5S');
+            return value;
+          },
+          (value) => isString(value) && INTERVAL_TEXT.test(value),
+          (column, name) => intervalText(column).as(name),
+        ),
+        type: 'interval',
+      };
+    case 'json':
+      return { ...text(noFilter, () => false), type: 'json', print: exactJson };
+    case 'array': {
+      const element = elementText(elementKind);
+      const select = element
+        ? (column: AnyPgColumn | SQL, name: string) =>
+            sql`(case when ${column} is null then null else coalesce((select json_agg(to_json(${element(sql`u.e`)}) order by u.n) from unnest(${column}) with ordinality as u(e, n)), '[]')::text end)`.as(
+              name,
+            )
+        : (column: AnyPgColumn | SQL, name: string) => sql`to_json(${column})::text`.as(name);
+      return { ...text(noFilter, () => false, select), type: 'array', print: exactJson };
+    }
+    case 'tsvector':
+      return { ...text(noFilter, () => false), type: 'tsvector' };
+    case 'bytea':
+      return {
+        ...text(
+          noFilter,
+          () => false,
+          (column, name) => sql`'\\x' || encode(${column}, 'hex')`.as(name),
+        ),
+        type: 'bytea',
+      };
+  }
+}
