@@ -1,7 +1,9 @@
 // The layers of the code, bottom to top (README.md, "Working on it"): db/, then lib/catalog (the reader of PostgreSQL's
 // catalog), lib/collections (the collections file, checked against the catalog), lib/http (the HTTP toolkit),
 // lib/pagination, lib/ratelimit, lib/openapi, and lib/service (the composition root) on top. A layer imports only layers
-// below it, and lib/ratelimit not lib/pagination either.
+// below it, and lib/ratelimit not lib/pagination either. demo/ (the demo's tables, seed and collections) is served like
+// a team's tables: it builds on db/ and lib/pagination's registry, nothing in db/ or lib/ imports it, and the entries
+// (server.ts, server.deno.ts, server.bun.ts) hand it to start-up.
 // `npm run lint:layers` (in `npm run lint`, so in `npm test`) checks them with dependency-cruiser.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -12,7 +14,7 @@ module.exports = {
         'An import cycle has no bottom: none of its modules can be read, tested or moved without the others, and which one ' +
         'is evaluated first depends on who imports the cycle. Types several modules need go in a module of their own.',
       severity: 'error',
-      from: { path: '^(lib|db|bench|client)/' },
+      from: { path: '^(lib|db|demo|bench|client)/' },
       to: { circular: true },
     },
     {
@@ -84,6 +86,24 @@ module.exports = {
       severity: 'error',
       from: { path: '^lib/openapi/' },
       to: { path: '^lib/service/' },
+    },
+    {
+      name: 'nothing-below-imports-the-demo',
+      comment:
+        "The demo is one set of collections among any a team serves: db/ keeps only the service's own schema and lib/ serves " +
+        'whatever registry it is given, so neither imports demo/. The entries hand the demo to start-up when COLLECTIONS asks for it.',
+      severity: 'error',
+      from: { path: '^(db|lib)/' },
+      to: { path: '^demo/' },
+    },
+    {
+      name: 'demo-on-db-and-the-registry',
+      comment:
+        'demo/ declares its tables (Drizzle, schema demo), its migrations, its seed and its collections; of lib/ it needs only ' +
+        "the registry's declarations (lib/pagination), never the service, the limiter or the HTTP layer.",
+      severity: 'error',
+      from: { path: '^demo/' },
+      to: { path: '^lib/', pathNot: '^lib/pagination/' },
     },
     {
       name: 'not-to-unresolvable',

@@ -1,5 +1,6 @@
 // Entry point on Node: the shared start-up (lib/service/startup.ts), served by node:http, shut down cleanly.
 import type { Server } from 'node:http';
+import { demo } from './demo/index.ts';
 import { httpServer } from './lib/http/listener.ts';
 import { gracefulShutdown } from './lib/http/shutdown.ts';
 import { describeFailure, startEntry } from './lib/service/startup.ts';
@@ -23,7 +24,7 @@ let onStopSignal: (signal: NodeJS.Signals) => void = (signal) => {
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, (received) => onStopSignal(received));
 
 let draining = false;
-const { config, log, service } = await startEntry({ draining: () => draining });
+const { config, log, service } = await startEntry({ draining: () => draining, demo });
 const server = httpServer(service.app);
 const shutdown = gracefulShutdown(server, {
   drainMs: config.shutdownDrainMs,

@@ -77,7 +77,7 @@ interface Lease {
 function decide(sql: Sql, keys: Keys, subjects: number[], leaseTtl: number, releases: Lease[]) {
   const zeros = arrayLiteral(releases.map(() => 0));
   return sql`
-      select * from rate_decide(
+      select * from paginated_collections.rate_decide(
         ${arrayLiteral(subjects.map((i) => keys.hashes[i]!))}::text[],
         ${arrayLiteral(subjects.map((i) => keys.addresses[i]!))}::text[], ${arrayLiteral(subjects.map(() => 'anonymous'))}::text[],
         ${arrayLiteral(subjects.map(() => 1))}::int[], ${arrayLiteral(subjects.map(() => 0))}::float8[],
@@ -87,7 +87,7 @@ function decide(sql: Sql, keys: Keys, subjects: number[], leaseTtl: number, rele
 
 function release(sql: Sql, releases: Lease[]) {
   const zeros = arrayLiteral(releases.map(() => 0));
-  return sql`select rate_release(${arrayLiteral(releases.map((lease) => lease.subject))}::text[],
+  return sql`select paginated_collections.rate_release(${arrayLiteral(releases.map((lease) => lease.subject))}::text[],
     ${arrayLiteral(releases.map((lease) => lease.slot))}::int[], ${arrayLiteral(releases.map((lease) => lease.token))}::bigint[],
     ${zeros}::int[], ${zeros}::bigint[])`;
 }
@@ -176,19 +176,19 @@ async function measureCell(url: string, keys: Keys, cell: Cell, options: Ceiling
 /** Keys 0 … count-1 on a tier that never declines (the ceiling is the work of admitting), their rows made. */
 async function setUp(sql: Sql, keys: Keys): Promise<void> {
   const count = keys.hashes.length;
-  await sql`insert into rate_tiers (name, allowance, window_seconds, concurrency) values (${TIER}, 2000000000, 60, 1000)`;
+  await sql`insert into paginated_collections.rate_tiers (name, allowance, window_seconds, concurrency) values (${TIER}, 2000000000, 60, 1000)`;
   for (let first = 0; first < count; first += 10_000) {
     const ids = Array.from({ length: Math.min(10_000, count - first) }, (_, i) => first + i);
     await sql`
-      insert into api_keys (id, key_hash, prefix, tier)
+      insert into paginated_collections.api_keys (id, key_hash, prefix, tier)
       select 'key_ceiling_' || i, decode(h, 'hex'), 'pck_ceil', ${TIER}
       from unnest(${ids}::int[], ${ids.map((i) => keys.hashes[i]!)}::text[]) as k(i, h)`;
   }
   // Every subject's row exists, as for clients seen before: the cells measure decisions, not first requests.
   await sql`
-    insert into rate_windows (subject, last_start, used, expires, units, lease_seq, lease_tokens, lease_expires, quiet_at)
-    select 'key:' || id, 0, 0, '{}', '{}', 0, '{}', '{}', 0 from api_keys where tier = ${TIER}`;
-  await sql`vacuum (analyze) rate_windows, api_keys, rate_tiers`;
+    insert into paginated_collections.rate_windows (subject, last_start, used, expires, units, lease_seq, lease_tokens, lease_expires, quiet_at)
+    select 'key:' || id, 0, 0, '{}', '{}', 0, '{}', '{}', 0 from paginated_collections.api_keys where tier = ${TIER}`;
+  await sql`vacuum (analyze) paginated_collections.rate_windows, paginated_collections.api_keys, paginated_collections.rate_tiers`;
 }
 
 const whole = (n: number) => Math.round(n).toLocaleString('en');
@@ -266,7 +266,7 @@ export async function runCeiling(url: string, options: CeilingOptions, log: (lin
       for (const cap of [false, true]) {
         for (const batch of options.batches) {
           if (options.signal?.aborted) break;
-          await sql`vacuum rate_windows`;
+          await sql`vacuum paginated_collections.rate_windows`;
           const cell = { subjects, cap, batch };
           const result = await measureCell(url, keys, cell, options);
           log(`  ${subjects} subjects, cap ${cap ? 'on' : 'off'}, batch ${batch}: ${whole(result.decisionsPerSec)} decisions/s`);

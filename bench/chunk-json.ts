@@ -25,10 +25,10 @@ const ROUNDS = 3;
 
 const ITEM = `json_build_object('id', id, 'name', name, 'category', category, 'priceCents', price_cents,
   'createdAt', to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))`;
-const CHUNK = `select id, name, category, price_cents, created_at from products where price_cents >= $1
+const CHUNK = `select id, name, category, price_cents, created_at from demo.products where price_cents >= $1
   order by price_cents, id limit ${PAGE + 1}`;
 const forms = {
-  rows: `select id, name, category, price_cents, extract(epoch from created_at) from products where price_cents >= $1
+  rows: `select id, name, category, price_cents, extract(epoch from created_at) from demo.products where price_cents >= $1
     order by price_cents, id limit ${PAGE + 1}`,
   json: `select coalesce(json_agg(${ITEM} order by price_cents, id) filter (where n <= ${PAGE}), '[]')::text, count(*) > ${PAGE},
     (array_agg(json_build_array(price_cents, id) order by price_cents desc, id desc) filter (where n <= ${PAGE}))[1]::text

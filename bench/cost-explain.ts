@@ -4,7 +4,7 @@
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { type Database, openDatabase } from '../db/client.ts';
 import * as schema from '../db/schema.ts';
-import { demoRegistry } from '../lib/pagination/demo-collections.ts';
+import { demoRegistry } from '../demo/collections.ts';
 import { rawQueryOf } from '../lib/pagination/params.ts';
 import { requestCost } from '../lib/pagination/price.ts';
 import { buildApp } from '../lib/service/app.ts';

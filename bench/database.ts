@@ -2,7 +2,8 @@
 import postgres, { type Sql } from 'postgres';
 import { defaultDataDir, startEmbedded } from '../db/embedded.ts';
 import { runMigrations } from '../db/migrate.ts';
-import { seedTable } from '../db/seed.ts';
+import { migrateDemo } from '../demo/migrate.ts';
+import { seedTable } from '../demo/seed.ts';
 import { seedWithProgress } from '../scripts/seed.ts';
 import { postmasterOf } from './cpu.ts';
 import { benchPort } from './processes.ts';
@@ -71,6 +72,7 @@ export async function openBenchDatabase(
     await createDatabaseIfMissing(server.url, name);
     const url = withDatabase(server.url, name);
     await runMigrations(url);
+    await migrateDemo(url);
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     const postmaster = isLocalHost(url) ? await postmasterOf(sql) : undefined;
     if (postmaster === undefined) log(`${name}: no PostgreSQL process of its cluster found on this host: pg µs/req reads n/a`);
@@ -94,7 +96,7 @@ export async function openBenchDatabase(
  * the seconds the seeding took, or undefined when it was skipped.
  */
 export async function ensureProducts(bench: BenchDatabase, count: number, log: (line: string) => void): Promise<number | undefined> {
-  const [row] = await bench.sql`select count(*)::bigint as n from products`;
+  const [row] = await bench.sql`select count(*)::bigint as n from demo.products`;
   const database = new URL(bench.url).pathname.slice(1);
   if (Number(row?.n) === count) {
     log(`${database}: products already holds ${count.toLocaleString('en')} rows; not reseeding`);
@@ -133,6 +135,7 @@ export async function measureSeeding(bench: BenchDatabase, count: number): Promi
   try {
     const url = withDatabase(bench.url, name);
     await runMigrations(url);
+    await migrateDemo(url);
     const sql = postgres(url, { max: 1, onnotice: () => {} });
     try {
       const started = performance.now();

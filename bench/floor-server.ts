@@ -111,10 +111,10 @@ async function chunk(
   // prepared statement once per connection rather than on every call.
   const rows = await run((sql) =>
     from === undefined
-      ? sql<ProductRow[]>`select id, name, category, price_cents, created_at from products order by price_cents, id limit 21`
+      ? sql<ProductRow[]>`select id, name, category, price_cents, created_at from demo.products order by price_cents, id limit 21`
       : sql<
           ProductRow[]
-        >`select id, name, category, price_cents, created_at from products where price_cents >= ${from} order by price_cents, id limit 21`,
+        >`select id, name, category, price_cents, created_at from demo.products where price_cents >= ${from} order by price_cents, id limit 21`,
   );
   const items = rows.slice(0, PAGE_SIZE).map((row) => ({
     id: row.id,

@@ -16,7 +16,7 @@ const keyOf = (i: number) => `pck_${createHash('sha256').update(`bench-${i}`).di
 /** Keys 0 … count-1 on a tier that never declines, so every row measures the check, not 429s. */
 async function insertKeys(sql: Sql, count: number): Promise<void> {
   await sql`
-    insert into rate_tiers (name, allowance, window_seconds, concurrency)
+    insert into paginated_collections.rate_tiers (name, allowance, window_seconds, concurrency)
     values ('bench', 1000000000, 60, 1000)
     on conflict (name) do update set allowance = excluded.allowance, concurrency = excluded.concurrency`;
   const rows = Array.from({ length: count }, (_, i) => ({
@@ -25,7 +25,7 @@ async function insertKeys(sql: Sql, count: number): Promise<void> {
     prefix: keyOf(i).slice(0, 10),
     tier: 'bench',
   }));
-  await sql`insert into api_keys ${sql(rows)} on conflict (id) do nothing`;
+  await sql`insert into paginated_collections.api_keys ${sql(rows)} on conflict (id) do nothing`;
 }
 
 /** Each request carries one of `count` keys, in turn. */

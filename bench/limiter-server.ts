@@ -8,9 +8,9 @@ import type { MiddlewareHandler } from 'hono';
 import pg from 'pg';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { openDatabase } from '../db/client.ts';
+import { demoRegistry } from '../demo/collections.ts';
 import { createLogger } from '../lib/http/logger.ts';
 import { loadCursorSecret } from '../lib/pagination/cursor-secret.ts';
-import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 import { buildApp } from '../lib/service/app.ts';
 import { parseConfig } from '../lib/service/config.ts';
 

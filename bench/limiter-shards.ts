@@ -8,7 +8,8 @@ import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { databaseIdentity } from '../db/identity.ts';
 import { runMigrations } from '../db/migrate.ts';
-import { seedTable } from '../db/seed.ts';
+import { migrateDemo } from '../demo/migrate.ts';
+import { seedTable } from '../demo/seed.ts';
 import { routingKeyOf, shardOf } from '../lib/ratelimit/shards.ts';
 import { type Cluster, startCluster } from '../tests/helpers/cluster.ts';
 import { startServer } from './processes.ts';
@@ -30,7 +31,7 @@ try {
   const track = { track_functions: "'pl'", max_connections: '50' };
   const data: Cluster = await startCluster(owner);
   const limiters: Cluster[] = [await startCluster(owner, track), await startCluster(owner, track), await startCluster(owner, track)];
-  await runMigrations(data.url(), { functions: false });
+  await migrateDemo(data.url());
   const seed = postgres(data.url(), { max: 1, onnotice: () => {} });
   for (const table of ['products', 'orders', 'events'] as const) await seedTable(seed, table, 10);
   await seed.end();
@@ -38,14 +39,14 @@ try {
   // since the first row runs on it alone, so it records itself first and stays the source of truth (record-order.ts).
   await runMigrations(limiters[0]!.url());
   const first = postgres(limiters[0]!.url(), { max: 1, onnotice: () => {} });
-  await first`insert into rate_tiers (name, allowance, window_seconds, concurrency) values ('bench', 1000000000, 60, 1000)`;
+  await first`insert into paginated_collections.rate_tiers (name, allowance, window_seconds, concurrency) values ('bench', 1000000000, 60, 1000)`;
   const rows = Array.from({ length: KEYS }, (_, i) => ({
     id: `key_shards_${i}`,
     key_hash: createHash('sha256').update(keyOf(i)).digest(),
     prefix: keyOf(i).slice(0, 10),
     tier: 'bench',
   }));
-  await first`insert into api_keys ${first(rows)}`;
+  await first`insert into paginated_collections.api_keys ${first(rows)}`;
   await first.end();
 
   console.log(`${KEYS} keys, GET /v1, ${connections} connections, ${seconds} s per row, one server process`);
@@ -65,14 +66,14 @@ try {
         name: `limiters-${count}`,
         entry: 'server.ts',
         readyPath: '/readyz',
-        env: { LIMITER_DATABASE_URL: urls.join(','), LOG_LEVEL: 'silent' },
+        env: { LIMITER_DATABASE_URL: urls.join(','), LOG_LEVEL: 'silent', COLLECTIONS: 'demo' },
       },
       data.url(),
     );
     teardowns.push(() => server.stop());
     for (const url of urls) {
       const sql = postgres(url, { max: 1, onnotice: () => {} });
-      await sql`truncate rate_windows`;
+      await sql`truncate paginated_collections.rate_windows`;
       await sql`select pg_stat_reset()`;
       await sql.end();
     }

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { openDatabase } from '../db/client.ts';
+import { demoRegistry } from '../demo/collections.ts';
 import { createLogger } from '../lib/http/logger.ts';
-import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 import { buildApp } from '../lib/service/app.ts';
 import { parseConfig } from '../lib/service/config.ts';
 

@@ -147,10 +147,10 @@ app.get<{ Querystring: ChunkQuery }>(
     // The LIMIT written out (a page and one row to tell whether there is a next): one plan per connection.
     const rows =
       from === undefined
-        ? await sql<ProductRow[]>`select id, name, category, price_cents, created_at from products order by price_cents, id limit 21`
+        ? await sql<ProductRow[]>`select id, name, category, price_cents, created_at from demo.products order by price_cents, id limit 21`
         : await sql<
             ProductRow[]
-          >`select id, name, category, price_cents, created_at from products where price_cents >= ${from} order by price_cents, id limit 21`;
+          >`select id, name, category, price_cents, created_at from demo.products where price_cents >= ${from} order by price_cents, id limit 21`;
     const products = rows.slice(0, PAGE_SIZE).map((row) => ({
       id: row.id,
       name: row.name,

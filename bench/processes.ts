@@ -82,7 +82,13 @@ async function untilReady(child: ChildProcess, url: string, timeoutMs: number): 
 /** Starts one variant against `databaseUrl` and resolves once its ready path answers 200. */
 export async function startServer(variant: ServerVariant, databaseUrl: string, timeoutMs = 180_000): Promise<RunningServer> {
   const port = await benchPort();
-  const env = { ...process.env, ...variant.env, PORT: String(port), DATABASE_URL: variant.url?.(databaseUrl) ?? databaseUrl };
+  const env = {
+    COLLECTIONS: 'demo',
+    ...process.env,
+    ...variant.env,
+    PORT: String(port),
+    DATABASE_URL: variant.url?.(databaseUrl) ?? databaseUrl,
+  };
   const [command, args] = runtimeCommand(variant.runtime ?? 'node', variant.entry);
   const child = spawn(command, args, {
     cwd: projectRoot,

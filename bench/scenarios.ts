@@ -76,13 +76,13 @@ export const servers: ServerVariant[] = [
  */
 async function keyOverItsAllowance({ origin, sql }: ScenarioContext): Promise<Load> {
   await sql`
-    insert into rate_tiers (name, allowance, window_seconds, concurrency) values ('bench-declined', 1, 3600, 1000)
+    insert into paginated_collections.rate_tiers (name, allowance, window_seconds, concurrency) values ('bench-declined', 1, 3600, 1000)
     on conflict (name) do update set allowance = 1, window_seconds = 3600, concurrency = 1000`;
-  await sql`delete from rate_windows where subject like 'reg:%'`;
+  await sql`delete from paginated_collections.rate_windows where subject like 'reg:%'`;
   const registered = await fetch(`${origin}/v1/keys`, { method: 'POST', body: JSON.stringify({ name: 'bench-declined' }) });
   if (registered.status !== 201) throw new Error(`POST /v1/keys answered ${registered.status}: ${await registered.text()}`);
   const { id, key } = (await registered.json()) as { id: string; key: string };
-  await sql`update api_keys set tier = 'bench-declined' where id = ${id}`;
+  await sql`update paginated_collections.api_keys set tier = 'bench-declined' where id = ${id}`;
   const headers = { authorization: `Bearer ${key}` };
   const spent = await fetch(`${origin}/v1/products`, { headers });
   await spent.arrayBuffer();
@@ -92,7 +92,7 @@ async function keyOverItsAllowance({ origin, sql }: ScenarioContext): Promise<Lo
 
 /** The anonymous tier raised directly in the database, for a service with no operator API to ask. */
 async function raiseAnonymous({ sql }: ScenarioContext): Promise<undefined> {
-  await sql`update rate_tiers set allowance = 1000000000, window_seconds = 60, concurrency = 1000 where name = 'anonymous'`;
+  await sql`update paginated_collections.rate_tiers set allowance = 1000000000, window_seconds = 60, concurrency = 1000 where name = 'anonymous'`;
   return undefined;
 }
 

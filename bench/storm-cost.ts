@@ -37,15 +37,15 @@ const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
 // The CPU read is of this cluster's backends only; none when the cluster is not on this host.
 const postmaster = await postmasterOf(sql);
 if (postmaster === undefined) console.error('No process of the database cluster found on this host: its CPU reads 0');
-await sql`delete from rate_windows`;
-await sql`delete from api_keys where name like 'storm-%'`;
+await sql`delete from paginated_collections.rate_windows`;
+await sql`delete from paginated_collections.api_keys where name like 'storm-%'`;
 await sql`
-  insert into rate_tiers (name, allowance, window_seconds, concurrency) values ('storm-victim', 1000000000, 60, 1000)
+  insert into paginated_collections.rate_tiers (name, allowance, window_seconds, concurrency) values ('storm-victim', 1000000000, 60, 1000)
   on conflict (name) do update set allowance = excluded.allowance, concurrency = excluded.concurrency`;
 
 const server = spawn(process.execPath, ['server.ts'], {
   cwd: dir,
-  env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, PORT: String(port) },
+  env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, COLLECTIONS: 'demo', PORT: String(port) },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 await new Promise<void>((resolve) => server.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('Listening') && resolve()));
@@ -57,7 +57,7 @@ async function register(name: string): Promise<string> {
 }
 const victimKey = await register('storm-victim');
 // The limiter reads a key's tier at every decision: the victim's own allowance never paces it.
-await sql`update api_keys set tier = 'storm-victim' where name = 'storm-victim'`;
+await sql`update paginated_collections.api_keys set tier = 'storm-victim' where name = 'storm-victim'`;
 const stormKeys = [await register('storm-1'), await register('storm-2'), await register('storm-3')];
 
 function quantile(values: number[], q: number): number {

@@ -5,6 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Sql } from 'postgres';
+import { SERVICE_SCHEMA } from './service-schema.ts';
 
 /** The service's function files: every `.sql` of db/functions, by name. */
 const functionsFolder = fileURLToPath(new URL('./functions', import.meta.url));
@@ -25,17 +26,18 @@ export function readFunctionFiles(folder: string = functionsFolder): FunctionFil
 
 /**
  * Applies the files whose content differs from the one last applied to this database, all in one transaction
- * (every one or none), and records their checksums in drizzle.schema_functions, next to drizzle's own
- * bookkeeping. Returns the names applied. `lock` is an advisory lock key taken for the transaction, so that
+ * (every one or none), and records their checksums in schema_functions of the service's schema, next to
+ * drizzle's own journal. Returns the names applied. `lock` is an advisory lock key taken for the transaction, so that
  * two callers never apply at once; the migrations' own key is fine (its holder takes it again at no cost).
  */
 export async function applyFunctions(sql: Sql, files: readonly FunctionFile[], lock: number): Promise<string[]> {
   return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${lock})`;
-    await tx`create schema if not exists drizzle`;
-    await tx`create table if not exists drizzle.schema_functions (
+    const schema = tx(SERVICE_SCHEMA);
+    await tx`create schema if not exists ${schema}`;
+    await tx`create table if not exists ${schema}.schema_functions (
       name text primary key, checksum text not null, applied_at timestamptz not null default now())`;
-    const rows = await tx<{ name: string; checksum: string }[]>`select name, checksum from drizzle.schema_functions`;
+    const rows = await tx<{ name: string; checksum: string }[]>`select name, checksum from ${schema}.schema_functions`;
     const applied = new Map(rows.map((row) => [row.name, row.checksum]));
     const changed: string[] = [];
     for (const file of files) {
@@ -43,7 +45,7 @@ export async function applyFunctions(sql: Sql, files: readonly FunctionFile[], l
       if (applied.get(file.name) === checksum) continue;
       // The simple query protocol: a file may hold several statements (a function and its comment).
       await tx.unsafe(file.sql);
-      await tx`insert into drizzle.schema_functions (name, checksum) values (${file.name}, ${checksum})
+      await tx`insert into ${schema}.schema_functions (name, checksum) values (${file.name}, ${checksum})
         on conflict (name) do update set checksum = excluded.checksum, applied_at = excluded.applied_at`;
       changed.push(file.name);
     }

@@ -10,8 +10,8 @@ owner="${2:-}"
 src="$(cd "$(dirname "$0")/.." && pwd)"
 
 mkdir -p "$dest"
-# The entry point, the product (lib, db and its migrations), the lock file and the dependency patches.
-cp -R "$src/package.json" "$src/package-lock.json" "$src/tsconfig.json" "$src/server.ts" "$src/patches" "$src/db" "$src/lib" "$dest/"
+# The entry point, the product (lib, db and its migrations, the demo), the lock file and the dependency patches.
+cp -R "$src/package.json" "$src/package-lock.json" "$src/tsconfig.json" "$src/server.ts" "$src/patches" "$src/db" "$src/demo" "$src/lib" "$dest/"
 cd "$dest"
 # Exactly the lock file's versions; no devDependencies; postinstall applies patches/ (patch-package).
 npm ci --omit=dev --no-audit --no-fund

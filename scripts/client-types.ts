@@ -3,8 +3,8 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { demoRegistry } from '../demo/collections.ts';
 import { openApiDocument } from '../lib/openapi/document.ts';
-import { demoRegistry } from '../lib/pagination/demo-collections.ts';
 
 export const CLIENT_TYPES = fileURLToPath(new URL('../client/openapi.ts', import.meta.url));
 

@@ -4,8 +4,8 @@ import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import postgres from 'postgres';
 import { resolveDatabaseUrl } from '../db/embedded.ts';
-import { runMigrations } from '../db/migrate.ts';
-import { type SeedTable, seedTable, seedTables } from '../db/seed.ts';
+import { migrateDemo } from '../demo/migrate.ts';
+import { type SeedTable, seedTable, seedTables } from '../demo/seed.ts';
 
 const USAGE = 'Usage: npm run seed -- [--products N] [--orders N] [--events N]   (N: a whole number of rows, 0 or more)';
 
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
   }
   const server = await resolveDatabaseUrl(process.env.DATABASE_URL || undefined, (line) => console.log(line));
   try {
-    await runMigrations(server.url);
+    await migrateDemo(server.url);
     const sql = postgres(server.url, { max: 1, onnotice: () => {} });
     try {
       for (const [table, count] of counts) await seedWithProgress(sql, table, count);

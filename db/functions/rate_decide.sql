@@ -34,7 +34,7 @@
 --
 -- This file holds the current definition, applied by db/functions.ts whenever it changes. Its history is in
 -- git and in the headers of the migrations that once carried it (0001, 0002, 0003, 0004, 0006, 0007).
-CREATE OR REPLACE FUNCTION rate_decide(
+CREATE OR REPLACE FUNCTION paginated_collections.rate_decide(
   p_key_hashes text[],
   p_ip_subjects text[],
   p_ip_tiers text[],
@@ -141,7 +141,7 @@ BEGIN
   IF array_remove(p_key_hashes, p_key_hashes[1]) = '{}' AND array_remove(p_ip_subjects, p_ip_subjects[1]) = '{}'
      AND array_remove(p_ip_tiers, p_ip_tiers[1]) = '{}' THEN
     IF p_key_hashes[1] IS NOT NULL THEN
-      SELECT k.id, k.tier INTO e_key_id, v_key_tier FROM api_keys k
+      SELECT k.id, k.tier INTO e_key_id, v_key_tier FROM paginated_collections.api_keys k
         WHERE k.key_hash = decode(p_key_hashes[1], 'hex') AND k.revoked_at IS NULL LIMIT 1;
     END IF;
     e_subject := coalesce('key:' || e_key_id, p_ip_subjects[1]);
@@ -151,7 +151,7 @@ BEGIN
     e_ip_tier := p_ip_tiers[1];
     e_outcome := CASE WHEN p_key_hashes[1] IS NOT NULL AND e_key_id IS NULL THEN 'invalid_key' ELSE 'ok' END;
     SELECT t.name, t.allowance, t.window_seconds, t.concurrency INTO e_tier, e_allowance, e_window_seconds, e_concurrency
-      FROM rate_tiers t WHERE t.name = coalesce(v_key_tier, e_ip_tier);
+      FROM paginated_collections.rate_tiers t WHERE t.name = coalesce(v_key_tier, e_ip_tier);
     -- As below, for the general case.
     PERFORM set_config('synchronous_commit', 'off', true);
     v_releases := coalesce(cardinality(p_release_slots), 0);
@@ -175,9 +175,9 @@ BEGIN
                AS d(key_hash, ip_subject, ip_tier, cost, clock_offset, idx)
         -- LATERAL … LIMIT 1 keeps each lookup an index probe per decision; as a plain join, the planner
         -- (which cannot know the batch is small) would hash all of api_keys.
-        LEFT JOIN LATERAL (SELECT k.id, k.tier FROM api_keys k
+        LEFT JOIN LATERAL (SELECT k.id, k.tier FROM paginated_collections.api_keys k
                              WHERE k.key_hash = decode(d.key_hash, 'hex') AND k.revoked_at IS NULL LIMIT 1) k ON true
-        LEFT JOIN LATERAL (SELECT t.name, t.allowance, t.window_seconds, t.concurrency FROM rate_tiers t
+        LEFT JOIN LATERAL (SELECT t.name, t.allowance, t.window_seconds, t.concurrency FROM paginated_collections.rate_tiers t
                              WHERE t.name = coalesce(k.tier, d.ip_tier) LIMIT 1) t ON true
     ) x
     -- Hot keys: do not wait for the WAL flush; a crash can lose the last few milliseconds of charges
@@ -211,7 +211,7 @@ BEGIN
         v_stale_before := coalesce(v_now, extract(epoch FROM clock_timestamp())) - 60;
         v_keep := coalesce(array_length(v_lease_expires, 1), 0);
         WHILE v_keep > 0 AND v_lease_expires[v_keep] < v_stale_before LOOP v_keep := v_keep - 1; END LOOP;
-        UPDATE rate_windows w SET last_start = v_last_start, used = v_used, expires = v_expires, units = v_units,
+        UPDATE paginated_collections.rate_windows w SET last_start = v_last_start, used = v_used, expires = v_expires, units = v_units,
           lease_seq = v_seq, lease_tokens = v_tokens[1:v_keep], lease_expires = v_lease_expires[1:v_keep], quiet_at = v_quiet
           WHERE w.subject = v_subject;
       END IF;
@@ -223,7 +223,7 @@ BEGIN
       v_counted_at := NULL;
       SELECT w.last_start, w.used, w.expires, w.units, w.lease_seq, w.lease_tokens, w.lease_expires, w.quiet_at
         INTO v_last_start, v_used, v_expires, v_units, v_seq, v_tokens, v_lease_expires, v_quiet
-        FROM rate_windows w WHERE w.subject = v_subject FOR NO KEY UPDATE;
+        FROM paginated_collections.rate_windows w WHERE w.subject = v_subject FOR NO KEY UPDATE;
       v_found := FOUND;
     END IF;
 
@@ -235,7 +235,7 @@ BEGIN
         -- row is not quiet before the last of them expires.
         IF e_refund <> 0 AND v_lease_expires[e_slot] <> 0 THEN
           SELECT f.expires, f.units, f.refunded INTO v_expires, v_units, v_refunded
-            FROM rate_refund(v_expires, v_units, e_refund_expiry, e_refund, v_used, e_refund_allowance, e_refund_window) f;
+            FROM paginated_collections.rate_refund(v_expires, v_units, e_refund_expiry, e_refund, v_used, e_refund_allowance, e_refund_window) f;
           v_used := v_used - v_refunded;
           v_quiet := greatest(v_quiet, v_expires[array_length(v_expires, 1)]);
         END IF;
@@ -251,11 +251,11 @@ BEGIN
     IF NOT v_found THEN
       -- The subject's first request (or the first since housekeeping removed its row): create the row,
       -- then lock it. A concurrent batch that created it first makes the insert wait, then do nothing.
-      INSERT INTO rate_windows AS w (subject, last_start, used, expires, units, lease_seq, lease_tokens, lease_expires, quiet_at)
+      INSERT INTO paginated_collections.rate_windows AS w (subject, last_start, used, expires, units, lease_seq, lease_tokens, lease_expires, quiet_at)
         VALUES (v_subject, 0, 0, '{}', '{}', 0, '{}', '{}', 0) ON CONFLICT (subject) DO NOTHING;
       SELECT w.last_start, w.used, w.expires, w.units, w.lease_seq, w.lease_tokens, w.lease_expires, w.quiet_at
         INTO STRICT v_last_start, v_used, v_expires, v_units, v_seq, v_tokens, v_lease_expires, v_quiet
-        FROM rate_windows w WHERE w.subject = v_subject FOR NO KEY UPDATE;
+        FROM paginated_collections.rate_windows w WHERE w.subject = v_subject FOR NO KEY UPDATE;
       v_found := true;
     END IF;
 

@@ -10,7 +10,7 @@
 -- of it goes into p_expiry's bucket, as before. So a settlement never moves units to a bucket that expires
 -- earlier than their own charge. `refunded` is negative for units added; `expires` and `units` stay sorted
 -- by expiry.
-CREATE OR REPLACE FUNCTION rate_refund(p_expires bigint[], p_units integer[], p_expiry bigint, p_amount integer,
+CREATE OR REPLACE FUNCTION paginated_collections.rate_refund(p_expires bigint[], p_units integer[], p_expiry bigint, p_amount integer,
                             p_used bigint, p_allowance integer, p_window integer,
                             OUT expires bigint[], OUT units integer[], OUT refunded integer)
 LANGUAGE plpgsql IMMUTABLE AS $$

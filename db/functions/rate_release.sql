@@ -4,7 +4,7 @@
 -- 304's units, p_refunds, with their bucket's expiry, p_refund_expiries; negative for units charged after,
 -- kept as a debt over later windows of p_windows seconds, at most p_allowances a window: rate_refund) goes
 -- with the first release of a live lease only, as in rate_decide.
-CREATE OR REPLACE FUNCTION rate_release(p_subjects text[], p_slots integer[], p_tokens bigint[],
+CREATE OR REPLACE FUNCTION paginated_collections.rate_release(p_subjects text[], p_slots integer[], p_tokens bigint[],
                              p_refunds integer[] DEFAULT NULL, p_refund_expiries bigint[] DEFAULT NULL,
                              p_allowances integer[] DEFAULT NULL, p_windows integer[] DEFAULT NULL)
 RETURNS void
@@ -24,13 +24,13 @@ BEGIN
     IF r.refund <> 0 THEN
       -- As in rate_decide: with the first release of a live lease only. A debt's buckets count, so the row
       -- is not quiet before the last of them expires (housekeeping).
-      UPDATE rate_windows w SET lease_expires[r.slot] = 0,
+      UPDATE paginated_collections.rate_windows w SET lease_expires[r.slot] = 0,
           (expires, units, used, quiet_at) = (SELECT f.expires, f.units, w.used - f.refunded,
                                                      greatest(w.quiet_at, f.expires[array_length(f.expires, 1)])
-                                                FROM rate_refund(w.expires, w.units, r.refund_expiry, r.refund, w.used, r.allowance, r.window_seconds) f)
+                                                FROM paginated_collections.rate_refund(w.expires, w.units, r.refund_expiry, r.refund, w.used, r.allowance, r.window_seconds) f)
         WHERE w.subject = r.subject AND w.lease_tokens[r.slot] = r.token AND w.lease_expires[r.slot] <> 0;
     ELSE
-      UPDATE rate_windows w SET lease_expires[r.slot] = 0
+      UPDATE paginated_collections.rate_windows w SET lease_expires[r.slot] = 0
         WHERE w.subject = r.subject AND w.lease_tokens[r.slot] = r.token;
     END IF;
   END LOOP;

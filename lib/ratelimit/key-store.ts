@@ -153,7 +153,7 @@ export async function syncKeysAndTiers(databases: readonly LimiterDatabase[]): P
   const [first, ...others] = databases;
   if (others.length === 0) return [];
   return first!.drizzle.transaction(async (tx) => {
-    await tx.execute(sql`lock table rate_tiers, api_keys in share row exclusive mode`);
+    await tx.execute(sql`lock table ${rateTiers}, ${apiKeys} in share row exclusive mode`);
     const tiers = await tx.select().from(rateTiers).orderBy(asc(rateTiers.name));
     const keys = await tx.select().from(apiKeys).orderBy(asc(apiKeys.id));
     const tierDigest = JSON.stringify(tiers);

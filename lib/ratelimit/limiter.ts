@@ -2,6 +2,7 @@
 // one deadline per batch).
 import type { PendingQuery, Row, Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
+import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { answeredInTime } from '../http/deadline.ts';
 import { unavailable } from '../http/errors.ts';
 
@@ -348,13 +349,13 @@ export function databaseLimiter(
     const allowances = arrayLiteral(ending.map((pending) => pending.refund?.allowance ?? null));
     const windows = arrayLiteral(ending.map((pending) => pending.refund?.windowSeconds ?? null));
     if (batch.length === 0) {
-      return sql`select rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[],
+      return sql`select ${sql(SERVICE_SCHEMA)}.rate_release(${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[],
         ${allowances}::int[], ${windows}::int[])`;
     }
     const inputs = batch.map((pending) => pending.input);
     // Key hashes travel in hex, cast back in rate_decide.
     return sql`
-      select * from rate_decide(
+      select * from ${sql(SERVICE_SCHEMA)}.rate_decide(
         ${arrayLiteral(inputs.map((input) => input.keyHash?.toString('hex') ?? null))}::text[],
         ${arrayLiteral(inputs.map((input) => input.ipSubject))}::text[], ${arrayLiteral(inputs.map((input) => input.ipTier))}::text[],
         ${arrayLiteral(inputs.map((input) => input.cost))}::int[], ${arrayLiteral(inputs.map((input) => input.clockOffset))}::float8[],

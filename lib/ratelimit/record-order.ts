@@ -23,7 +23,7 @@ export function inRecordOrder(recorded: readonly Recorded[]): string[] {
     const [before, after] = [sorted[i - 1]!, sorted[i]!];
     if (before.record === after.record) {
       throw new Error(
-        `LIMITER_DATABASE_URL names ${databaseIdentity(before.url)} and ${databaseIdentity(after.url)}, which are one database or one a copy of the other (both record ${before.record} in settings.limiter_identity); name each limiter database once, or give the copy a record of its own with: delete from settings where name = 'limiter_identity'`,
+        `LIMITER_DATABASE_URL names ${databaseIdentity(before.url)} and ${databaseIdentity(after.url)}, which are one database or one a copy of the other (both record ${before.record} in paginated_collections.settings, limiter_identity); name each limiter database once, or give the copy a record of its own with: delete from paginated_collections.settings where name = 'limiter_identity'`,
       );
     }
   }

@@ -39,7 +39,15 @@ export interface Config {
   readonly shutdownDrainMs: number;
   /** The origins whose browser pages may read the API's answers: `*` (any), or a list of exact origins. */
   readonly corsOrigins: '*' | readonly string[];
+  /**
+   * What is served (COLLECTIONS): a collections file (YAML, or JSON when it ends in .json; docs/collections.md), or
+   * the demo, which the embedded default serves when COLLECTIONS is unset.
+   */
+  readonly collections: Collections;
 }
+
+/** COLLECTIONS: the demo, or a collections file by its path (as given, relative to the working directory). */
+type Collections = { readonly kind: 'demo' } | { readonly kind: 'file'; readonly path: string };
 
 /** pino's levels, least to most verbose. */
 
@@ -180,6 +188,21 @@ function parseCorsOrigins(value: string | undefined): '*' | readonly string[] {
   return Object.freeze(origins);
 }
 
+/**
+ * COLLECTIONS: `demo`, or a file's path. Unset, the embedded default serves the demo; with DATABASE_URL, the team's
+ * database, nothing is guessed: start-up stops before it touches the database, saying how to write a file.
+ */
+function parseCollections(value: string | undefined, databaseUrl: string | undefined): Collections {
+  if (value === undefined) {
+    if (databaseUrl === undefined) return Object.freeze({ kind: 'demo' });
+    throw new ConfigError(
+      'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/collections.md), or set COLLECTIONS=demo to serve the demo in this database',
+    );
+  }
+  if (value === 'demo') return Object.freeze({ kind: 'demo' });
+  return Object.freeze({ kind: 'file', path: value });
+}
+
 /** Parses the environment; throws one ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
   const publicUrl = parseUrl('PUBLIC_URL', optional(env, 'PUBLIC_URL'), ['http:', 'https:']);
@@ -208,5 +231,6 @@ export function parseConfig(env: Env): Config {
     // 0: stop accepting at once, for a process no balancer polls; behind one, its time to mark an instance down.
     shutdownDrainMs: parseMilliseconds('SHUTDOWN_DRAIN_MS', optional(env, 'SHUTDOWN_DRAIN_MS'), 0, 0, 600_000),
     corsOrigins: parseCorsOrigins(optional(env, 'CORS_ORIGINS')),
+    collections: parseCollections(optional(env, 'COLLECTIONS'), optional(env, 'DATABASE_URL')),
   });
 }

@@ -1,5 +1,7 @@
-// Start-up shared by the Node, Deno and Bun entries: the database (embedded or DATABASE_URL), migrations,
-// seeding and the cursor secret on a direct connection, then the pools and the app.
+// Start-up shared by the Node, Deno and Bun entries: the database (embedded or DATABASE_URL), the service's schema
+// (its migrations) where its state lives, what is served (COLLECTIONS: a file read against the catalog, or the demo,
+// which the entry hands in), the cursor secret, then the pools and the app.
+import { readFile } from 'node:fs/promises';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import type { Context } from 'hono';
 import postgres, { type Sql } from 'postgres';
@@ -9,10 +11,11 @@ import { databaseIdentity, recordIdentity } from '../../db/identity.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { pooledByUrl, probeServer } from '../../db/probe.ts';
 import * as schema from '../../db/schema.ts';
-import { defaultSizes, seedIfEmpty } from '../../db/seed.ts';
+import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { createLogger, type Logger } from '../http/logger.ts';
 import { loadCursorSecret } from '../pagination/cursor-secret.ts';
-import { demoRegistry } from '../pagination/demo-collections.ts';
+import type { Registry } from '../pagination/registry.ts';
+import { loadRegistry } from '../pagination/runtime.ts';
 import { syncKeysAndTiers } from '../ratelimit/key-store.ts';
 import { inRecordOrder } from '../ratelimit/record-order.ts';
 import { type App, buildApp } from './app.ts';
@@ -27,6 +30,17 @@ export interface Service {
   abandon(): void;
 }
 
+/**
+ * The demo (demo/), handed in by the entries (server.ts, server.deno.ts, server.bun.ts): lib/ never imports it. It
+ * is served where COLLECTIONS=demo, and on the embedded default.
+ */
+interface Demo {
+  /** Makes its tables on `url`'s database (or moves an earlier release's from public) and seeds those that are empty. */
+  prepare(url: string, log: (line: string) => void): Promise<void>;
+  /** Its collections. */
+  registry(): Registry;
+}
+
 export interface StartOptions {
   /** Start-up lines at info, the autovacuum warning at warn, then a line per request (lib/http/observe.ts). */
   readonly logger: Logger;
@@ -34,6 +48,8 @@ export interface StartOptions {
   readonly draining?: () => boolean;
   /** The socket's peer address as the runtime reports it (Node's by default: lib/http/forwarding.ts). */
   readonly remoteAddress?: (c: Context) => string | undefined;
+  /** The demo, served where COLLECTIONS asks for it (or on the embedded default); an entry without one refuses it. */
+  readonly demo?: Demo;
 }
 
 /** The configuration, or the process ends with the one line that names the bad variable. */
@@ -124,26 +140,23 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
   const url = postgresServer.url;
   const directUrl = config.databaseDirectUrl ?? url;
   await checkDirect(directUrl, config.databaseDirectUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL');
-  // The limiter's databases (LIMITER_DATABASE_URL) get every migration, and the functions; the data
-  // database gets the functions only when the limiter is (also) there (docs/operations.md, "Limiter databases").
+  // What is served, first: a file that cannot be served stops start-up before anything is written anywhere.
+  const registry = await collectionsToServe(config, options.demo, { directUrl, readUrl: config.databaseReadUrl ?? url, log });
+  // The service's state (its schema: keys, tiers, limiter, cursor secret) lives on the limiter databases when there
+  // are any (LIMITER_DATABASE_URL), and the data database then gets nothing of it: its role needs only SELECT on
+  // what is served (docs/operations.md, "Limiter databases"). Without them, it lives on the data database.
   const limiterUrls = config.limiterDatabaseUrls;
-  const dataIsLimiter = limiterUrls === undefined || limiterUrls.some((each) => databaseIdentity(each) === databaseIdentity(directUrl));
-  await runMigrations(directUrl, { functions: dataIsLimiter });
-  for (const limiterUrl of limiterUrls ?? []) {
-    await checkLimiter(limiterUrl);
-    await runMigrations(limiterUrl);
-  }
-  const open = (sessionUrl: string) => postgres(sessionUrl, { max: 1, onnotice: () => {} });
-  const seeded = await seedIfEmpty(directUrl, defaultSizes, open);
-  if (seeded.length > 0) log(`Seeded demo data: ${seeded.join(', ')}`);
-  const cursorSecret = await onSession(directUrl, (session) => loadCursorSecret(drizzle(session, { schema }), config.cursorSecret));
+  for (const limiterUrl of limiterUrls ?? []) await checkLimiter(limiterUrl);
+  for (const stateUrl of limiterUrls ?? [directUrl]) await runMigrations(stateUrl);
   // rate_windows, which needs autovacuum, is where the limiter is.
-  for (const limiterUrl of limiterUrls ?? [directUrl]) await onSession(limiterUrl, (session) => warnWithoutAutovacuum(session, logger));
+  for (const stateUrl of limiterUrls ?? [directUrl]) await onSession(stateUrl, (session) => warnWithoutAutovacuum(session, logger));
   // The limiter databases by their own records, not by the list's order: the first is the source of truth
-  // for keys and tiers, and changes lock them in this order, at every instance alike (record-order.ts).
+  // for keys, tiers and the cursor secret, and changes lock them in this order, at every instance alike (record-order.ts).
   const recorded = [];
   for (const limiterUrl of limiterUrls ?? []) recorded.push({ url: limiterUrl, record: await onSession(limiterUrl, recordIdentity) });
   const limiterOrder = limiterUrls === undefined ? undefined : inRecordOrder(recorded);
+  const stateUrl = limiterOrder?.[0] ?? directUrl;
+  const cursorSecret = await onSession(stateUrl, (session) => loadCursorSecret(drizzle(session, { schema }), config.cursorSecret));
 
   // The direct URL was found to be no pooler: DATABASE_URL, when it is the same, need not be asked again.
   const isPooled = directUrl === url ? (pooledByUrl(url) ?? false) : await pooled(url);
@@ -171,7 +184,7 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
   const app = buildApp({
     database,
     config,
-    registry: demoRegistry(),
+    registry,
     cursorSecret,
     rateLimit: {},
     remoteAddress: options.remoteAddress,
@@ -190,6 +203,39 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
 }
 
 /**
+ * What COLLECTIONS asks for: the demo (its tables made and seeded on the direct URL), or a collections file,
+ * resolved against the catalog as the data connection's role sees it (on the read URL when there is one, which
+ * serves the reads): a missing relation or column, or one the role may not SELECT, stops start-up here, by name.
+ */
+async function collectionsToServe(
+  config: Config,
+  demo: Demo | undefined,
+  urls: { directUrl: string; readUrl: string; log: (line: string) => void },
+): Promise<Registry> {
+  const { collections } = config;
+  if (collections.kind === 'demo') {
+    if (demo === undefined) throw new Error('COLLECTIONS=demo: this entry has no demo to serve; name a collections file');
+    await demo.prepare(urls.directUrl, urls.log);
+    return demo.registry();
+  }
+  let text: string;
+  try {
+    text = await readFile(collections.path, 'utf8');
+  } catch (error) {
+    throw new Error(`COLLECTIONS=${collections.path}: the file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  // prepare: false, as a transaction pooler needs; one catalog read, in one snapshot.
+  const session = postgres(urls.readUrl, { max: 1, onnotice: () => {}, prepare: false });
+  try {
+    const registry = await loadRegistry(session, text, collections.path, { serviceSchema: SERVICE_SCHEMA });
+    urls.log(`Serving ${[...registry.keys()].join(', ')} from ${collections.path}`);
+    return registry;
+  } finally {
+    await session.end();
+  }
+}
+
+/**
  * Every entry's start (server.ts, server.deno.ts, server.bun.ts): the configuration, read once from the
  * environment, its logger (JSON lines, or readable ones when a person watches the terminal), and the
  * service; a failure is the one line an operator reads, and exit 1. `options` say what differs by runtime:
@@ -202,7 +248,8 @@ export async function startEntry(
   const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY });
   const log = (line: string) => logger.info(line);
   const service = await startService(config, { ...options, logger }).catch((error: unknown) => {
-    console.error(`Could not start: ${describeFailure(error, config.port)}`);
+    // A bad collections file's message is its problems, one a line (lib/collections/problems.ts).
+    for (const line of describeFailure(error, config.port).split('\n')) console.error(`Could not start: ${line}`);
     return process.exit(1);
   });
   return { config, log, service };

@@ -34,7 +34,7 @@ t.test('the floor answers the first chunk by price as the service does', async (
     price_cents: 100 + (i % 3),
     created_at: timestamps[i % timestamps.length]!,
   }));
-  await database.sql`insert into products ${database.sql(rows)}`;
+  await database.sql`insert into demo.products ${database.sql(rows)}`;
 
   const port = await freePort();
   const floor = spawn(process.execPath, ['bench/floor-server.ts'], {

@@ -42,7 +42,7 @@ t.test(
       price_cents: 100 + (i % 3),
       created_at: timestamps[i % timestamps.length]!,
     }));
-    await database.sql`insert into products ${database.sql(rows)}`;
+    await database.sql`insert into demo.products ${database.sql(rows)}`;
 
     const port = await freePort();
     const peer = spawn(process.execPath, ['bench/peer-fastify.ts'], {

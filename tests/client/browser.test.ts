@@ -13,7 +13,7 @@ t.test('in a browser, the client walks, waits out 429s and throws typed problems
   const api = await testApp(t, { seed: { products: 20, orders: 200 }, rateLimit: true });
   const apiOrigin = await listening(t, api.app);
   const { sql } = api.database;
-  const paid = (await sql`select id from orders where status = 'paid' order by created_at desc, id desc`).map((row) => Number(row.id));
+  const paid = (await sql`select id from demo.orders where status = 'paid' order by created_at desc, id desc`).map((row) => Number(row.id));
   await setTier(sql, 'anonymous', { allowance: 3, windowSeconds: 1, concurrency: 5 });
 
   const bundle = await build({

@@ -28,7 +28,7 @@ t.test('the client walks a filtered collection, waits out 429s, polls, and throw
   const api = await testApp(t, { seed: { products: 40, orders: 150, events: 10 }, rateLimit: true, statementTimeoutMs: 300 });
   const baseUrl = await listening(t, api.app);
   const { sql } = api.database;
-  const paid = (await sql`select id from orders where status = 'paid' order by created_at desc, id desc`).map((row) => Number(row.id));
+  const paid = (await sql`select id from demo.orders where status = 'paid' order by created_at desc, id desc`).map((row) => Number(row.id));
   t.ok(paid.length > 15, `${paid.length} paid orders: several chunks of 5`);
 
   await t.test('a walk under a tiny allowance returns every item once, waiting each 429 out until Reset', async (t) => {
@@ -102,7 +102,7 @@ t.test('the client walks a filtered collection, waits out 429s, polls, and throw
     const lock = await sql.reserve();
     t.teardown(() => lock.release());
     await lock`begin`;
-    await lock`lock table products in access exclusive mode`;
+    await lock`lock table demo.products in access exclusive mode`;
     const seen: Seen[] = [];
     const bounded = createClient({ baseUrl, maxUnavailableRetries: 1, fetch: recordingFetch('192.0.2.13', seen) });
     await t.rejects(bounded.get('/v1/products?limit=1&count=none'), { status: 503, code: 'unavailable' });
@@ -132,7 +132,7 @@ t.test('the client walks a filtered collection, waits out 429s, polls, and throw
     )) {
       ids.push(event.id);
       if (ids.length === 10) {
-        const [row] = await sql`insert into events (type, source, message) values ('login', 'web', 'polled') returning id`;
+        const [row] = await sql`insert into demo.events (type, source, message) values ('login', 'web', 'polled') returning id`;
         inserted = Number(row!.id);
       }
       if (event.id === inserted) controller.abort();

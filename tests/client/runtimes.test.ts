@@ -23,7 +23,7 @@ t.test('the client walks, waits and throws typed problems on Node, Deno and Bun 
   const api = await testApp(t, { seed: { products: 20, orders: 200 }, rateLimit: true });
   const baseUrl = await listening(t, api.app);
   const { sql } = api.database;
-  const paid = (await sql`select id from orders where status = 'paid' order by created_at desc, id desc`).map((row) => Number(row.id));
+  const paid = (await sql`select id from demo.orders where status = 'paid' order by created_at desc, id desc`).map((row) => Number(row.id));
   t.ok(paid.length > 20, `${paid.length} paid orders: more chunks of 5 than the allowance has units`);
   // Every runtime's requests come from the same test address: 3 units a second make each walk meet 429s.
   await setTier(sql, 'anonymous', { allowance: 3, windowSeconds: 1, concurrency: 5 });

@@ -4,7 +4,8 @@ import pg from 'pg';
 import postgres from 'postgres';
 import t, { type Test } from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
-import { seedTable } from '../../db/seed.ts';
+import { migrateDemo } from '../../demo/migrate.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { type Cluster, startCluster } from '../helpers/cluster.ts';
 import { freePort } from '../helpers/processes.ts';
 import { type ServerProcess, startServer } from '../helpers/servers.ts';
@@ -69,10 +70,11 @@ async function admin<T extends pg.QueryResultRow>(url: string, text: string): Pr
 const cluster: Cluster = await startCluster(t);
 const url = cluster.url();
 await runMigrations(url);
+await migrateDemo(url);
 {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  await client.query(`update rate_tiers set allowance = 1000000, concurrency = 1000 where name = 'anonymous'`);
+  await client.query(`update paginated_collections.rate_tiers set allowance = 1000000, concurrency = 1000 where name = 'anonymous'`);
   await client.end();
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   await seedTable(sql, 'products', 2_000);

@@ -1,13 +1,11 @@
 // The SQL functions step (db/functions.ts): a database made fresh and one upgraded from any earlier release's
-// migrations end up with the same functions and schema; a function file is applied again only when it changed,
-// all changed files or none; two instances migrating at once do not conflict.
-import { execFile } from 'node:child_process';
+// migrations end up with the same functions and schema, the service's own (SERVICE_SCHEMA), and nothing of the
+// service outside it; a function file is applied again only when it changed, all changed files or none; two
+// instances migrating at once do not conflict.
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres, { type Sql } from 'postgres';
@@ -15,11 +13,14 @@ import t from 'tap';
 import { applyFunctions, readFunctionFiles } from '../../db/functions.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { serverUrl, urlFor } from '../helpers/db.ts';
+import {
+  earlierMigrations,
+  migrateAsPublicSchemaRelease,
+  FUNCTIONS_IN_MIGRATIONS_RELEASE as OLD_RELEASE,
+  PUBLIC_SCHEMA_RELEASE,
+} from '../helpers/earlier-release.ts';
 
-const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
-// The last commit whose migrations each carried the whole functions (0000 to 0007).
-const OLD_RELEASE = '7dcc92b';
 const LOCK = 7_204_119_001;
 
 interface Teardown {
@@ -41,27 +42,12 @@ async function emptyDatabase(t: Teardown): Promise<{ name: string; url: string; 
   return { name, url, sql };
 }
 
-/** The old release's migrations up to index `last`, as its files were, in a folder drizzle's migrator reads. */
-async function oldMigrations(t: Teardown, last: number): Promise<string> {
-  const git = (arg: string) => run('git', ['show', `${OLD_RELEASE}:${arg}`], { cwd: root, maxBuffer: 1 << 24 });
-  const journal = JSON.parse((await git('db/migrations/meta/_journal.json')).stdout) as { entries: { tag: string }[] };
-  journal.entries = journal.entries.slice(0, last + 1);
-  const folder = await mkdtemp(path.join(tmpdir(), 'old-migrations-'));
-  t.teardown(() => rm(folder, { recursive: true, force: true }));
-  await mkdir(path.join(folder, 'meta'));
-  await writeFile(path.join(folder, 'meta', '_journal.json'), JSON.stringify(journal));
-  for (const { tag } of journal.entries) {
-    await writeFile(path.join(folder, `${tag}.sql`), (await git(`db/migrations/${tag}.sql`)).stdout);
-  }
-  return folder;
-}
-
-/** Every function of schema public, as PostgreSQL prints its definition. */
+/** Every function of the service's schema, as PostgreSQL prints its definition. */
 async function functionDefinitions(sql: Sql): Promise<Record<string, string>> {
   const rows = await sql<{ signature: string; definition: string }[]>`
     select p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' as signature,
            pg_get_functiondef(p.oid) as definition
-      from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'public' order by 1`;
+      from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'paginated_collections' order by 1`;
   return Object.fromEntries(rows.map((row) => [row.signature, row.definition]));
 }
 
@@ -138,16 +124,48 @@ t.test('a database made fresh and one upgraded from each earlier migration have 
     'one function for each file of db/functions, one signature each',
   );
   const schema = await schemaDescription(fresh.sql);
-  t.match(schema, /^function CREATE OR REPLACE FUNCTION public\.rate_decide\(/m, 'the description holds the functions');
-  t.match(schema, /^index CREATE UNIQUE INDEX \S+ ON public\.rate_windows /m, 'and the indexes');
-  t.match(schema, /^relation public\.rate_windows kind r persistence p options \{[^}]*fillfactor=50/m, 'and the tables with their options');
+  t.match(schema, /^function CREATE OR REPLACE FUNCTION paginated_collections\.rate_decide\(/m, 'the description holds the functions');
+  t.match(schema, /^index CREATE UNIQUE INDEX \S+ ON paginated_collections\.rate_windows /m, 'and the indexes');
+  t.match(
+    schema,
+    /^relation paginated_collections\.rate_windows kind r persistence p options \{[^}]*fillfactor=50[^}]*toast_tuple_target=4000/m,
+    'and the tables with their options',
+  );
+  const [outside] = await fresh.sql`
+    select array(select nspname::text from pg_namespace where nspname not like 'pg\\_%' and nspname <> 'information_schema' order by 1) as schemas,
+      (select count(*)::int from pg_class where relnamespace = 'public'::regnamespace) as relations,
+      (select count(*)::int from pg_proc where pronamespace = 'public'::regnamespace) as functions,
+      (select count(*)::int from pg_type where typnamespace = 'public'::regnamespace) as types`;
+  t.same(
+    outside,
+    { schemas: ['paginated_collections', 'public'], relations: 0, functions: 0, types: 0 },
+    'nothing of the service outside its schema',
+  );
 
+  // What an upgrade leaves of the earlier layout: the demo's tables in public (moved by the demo's own migrations,
+  // where it is served: tests/db/upgrade.test.ts), and the old journal in schema drizzle, kept with a row newer than
+  // its release's, so that an instance of that release started later makes nothing again.
+  const serviceOnly = (description: string) =>
+    description
+      .split('\n')
+      .filter((line) => !/^schema drizzle |\bdrizzle\.|\bpublic\.(products|orders|events)(_id_seq)?\b/.test(line))
+      .join('\n');
+  const upgrades: [string, (database: { sql: Sql }) => Promise<void>][] = [];
   for (let last = 0; last <= 7; last++) {
+    upgrades.push([
+      `from ${OLD_RELEASE}'s migrations up to 000${last}`,
+      async ({ sql }) => migrate(drizzle(sql), { migrationsFolder: await earlierMigrations(t, OLD_RELEASE, last) }),
+    ]);
+  }
+  upgrades.push([`from ${PUBLIC_SCHEMA_RELEASE}'s migrations and functions`, ({ sql }) => migrateAsPublicSchemaRelease(t, sql)]);
+  for (const [name, earlier] of upgrades) {
     const upgraded = await emptyDatabase(t);
-    await migrate(drizzle(upgraded.sql), { migrationsFolder: await oldMigrations(t, last) });
+    await earlier(upgraded);
     await runMigrations(upgraded.url);
-    t.same(await functionDefinitions(upgraded.sql), functions, `from ${OLD_RELEASE}'s migrations up to 000${last}: the same functions`);
-    t.equal(await schemaDescription(upgraded.sql), schema, `from ${OLD_RELEASE}'s migrations up to 000${last}: the same schema`);
+    t.same(await functionDefinitions(upgraded.sql), functions, `${name}: the same functions`);
+    t.equal(serviceOnly(await schemaDescription(upgraded.sql)), schema, `${name}: the same schema`);
+    const [journal] = await upgraded.sql`select count(*)::int as n from paginated_collections.__drizzle_migrations`;
+    t.equal(journal!.n, 2, `${name}: the journal holds this release's migrations`);
   }
 });
 
@@ -191,25 +209,25 @@ t.test("an instance of an older release leaves a newer release's functions as th
     entries: { when: number }[];
   };
   const newer = journal.entries.at(-1)!.when + 1;
-  await sql`insert into drizzle.__drizzle_migrations (hash, created_at) values ('a newer release', ${newer})`;
+  await sql`insert into paginated_collections.__drizzle_migrations (hash, created_at) values ('a newer release', ${newer})`;
   await sql.unsafe(
     readFunctionFiles()
       .find((file) => file.name === 'rate_housekeep')!
       .sql.replace('RETURN v_removed;', 'RETURN v_removed + 3;'),
   );
-  await sql`delete from drizzle.schema_functions`;
+  await sql`delete from paginated_collections.schema_functions`;
   await runMigrations(url);
   t.match(await definitionOf(sql, 'rate_housekeep'), /v_removed \+ 3/, 'not put back');
-  t.same(await sql`select name from drizzle.schema_functions`, [], 'nothing applied');
+  t.same(await sql`select name from paginated_collections.schema_functions`, [], 'nothing applied');
 });
 
 t.test('two instances migrating a new database at once do not conflict', async (t) => {
   const { url, sql } = await emptyDatabase(t);
   await Promise.all([runMigrations(url), runMigrations(url), runMigrations(url)]);
-  const [migrations] = await sql`select count(*)::int as n from drizzle.__drizzle_migrations`;
+  const [migrations] = await sql`select count(*)::int as n from paginated_collections.__drizzle_migrations`;
   const journal = JSON.parse(await readFile(path.join(root, 'db/migrations/meta/_journal.json'), 'utf8')) as { entries: unknown[] };
   t.equal(migrations!.n, journal.entries.length, 'each migration applied once');
-  const applied = await sql`select name from drizzle.schema_functions order by name`;
+  const applied = await sql`select name from paginated_collections.schema_functions order by name`;
   t.same(
     applied.map((row) => row.name),
     readFunctionFiles().map((file) => file.name),
@@ -224,6 +242,6 @@ async function testDatabaseMigrated(t: Teardown): Promise<{ url: string; sql: Sq
 }
 
 async function definitionOf(sql: Sql, name: string): Promise<string> {
-  const [row] = await sql`select pg_get_functiondef(${name}::regproc) as definition`;
+  const [row] = await sql`select pg_get_functiondef(${`paginated_collections.${name}`}::regproc) as definition`;
   return row!.definition as string;
 }

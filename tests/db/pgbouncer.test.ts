@@ -39,14 +39,15 @@ t.test('three instances behind PgBouncer in transaction mode', async (t) => {
   t.teardown(() => sql.end({ timeout: 1 }));
   const [migrations] = await sql`select count(*)::int as n from drizzle.__drizzle_migrations`;
   t.equal(migrations!.n, journal.entries.length, 'each migration applied once');
-  const [seeded] = await sql`select (select count(*) from products)::int as products, (select count(*) from orders)::int as orders`;
+  const [seeded] =
+    await sql`select (select count(*) from demo.products)::int as products, (select count(*) from demo.orders)::int as orders`;
   t.same(seeded, { products: 50_000, orders: 30_000 }, 'seeded once');
 
   const key = generateKey();
-  await sql`insert into rate_tiers values ('hammer', ${ALLOWANCE}, 600, 1000)`;
-  await sql`insert into api_keys (id, key_hash, prefix, tier) values ('key_hammer', ${hashKey(key)}, 'pck_', 'hammer')`;
+  await sql`insert into paginated_collections.rate_tiers values ('hammer', ${ALLOWANCE}, 600, 1000)`;
+  await sql`insert into paginated_collections.api_keys (id, key_hash, prefix, tier) values ('key_hammer', ${hashKey(key)}, 'pck_', 'hammer')`;
   const walker = generateKey();
-  await sql`insert into api_keys (id, key_hash, prefix, tier) values ('key_walker', ${hashKey(walker)}, 'pck_', 'pro')`;
+  await sql`insert into paginated_collections.api_keys (id, key_hash, prefix, tier) values ('key_walker', ${hashKey(walker)}, 'pck_', 'pro')`;
 
   /** 400 requests for the hammered key from CLIENTS clients, round-robin over the instances. */
   async function hammer(): Promise<number[]> {
@@ -89,7 +90,7 @@ t.test('three instances behind PgBouncer in transaction mode', async (t) => {
   t.equal(await chargedUnits(sql, 'key:key_hammer'), ALLOWANCE, 'the window holds exactly what was served');
 
   for (const [at, status] of statuses.entries()) {
-    const expected = await sql`select id from orders where status = ${status} order by created_at desc, id desc`;
+    const expected = await sql`select id from demo.orders where status = ${status} order by created_at desc, id desc`;
     t.same(
       walks[at],
       expected.map((row) => row.id),

@@ -6,7 +6,8 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import postgres from 'postgres';
 import t from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
-import { seedTable } from '../../db/seed.ts';
+import { migrateDemo } from '../../demo/migrate.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { startCluster } from '../helpers/cluster.ts';
 import { freePort } from '../helpers/processes.ts';
@@ -50,13 +51,14 @@ t.test('collection queries on a streaming standby', async (t) => {
   };
 
   await t.test('a cursor walk on the replica is exact while the primary takes new orders', async (t) => {
-    const before = await writer`select id from orders order by created_at desc, id desc`;
+    const before = await writer`select id from demo.orders order by created_at desc, id desc`;
     let url: string | undefined = `${server.url}/v1/orders?page-size=40`;
     const walked: number[] = [];
     while (url !== undefined) {
       // Newer orders arrive on the primary (and reach the replica) while the walk goes on, once it has a
       // position: they sort before it. (Before the first chunk they would be in it, as they should.)
-      if (walked.length > 0) await writer`insert into orders (customer_id, status, total_cents, created_at) values (1, 'paid', 100, now())`;
+      if (walked.length > 0)
+        await writer`insert into demo.orders (customer_id, status, total_cents, created_at) values (1, 'paid', 100, now())`;
       const res = await fetch(url);
       t.equal(res.status, 200);
       const chunk = (await res.json()) as OrdersChunk;
@@ -87,7 +89,7 @@ t.test('collection queries on a streaming standby', async (t) => {
     await reader`select pg_wal_replay_pause()`;
     t.teardown(() => reader`select pg_wal_replay_resume()`.catch(() => {}));
     const [row] =
-      await writer`insert into orders (customer_id, status, total_cents, created_at) values (424242, 'paid', 100, now()) returning id`;
+      await writer`insert into demo.orders (customer_id, status, total_cents, created_at) values (424242, 'paid', 100, now()) returning id`;
     const lagging = await get('/v1/orders?customerId=424242');
     t.equal(lagging.status, 200);
     t.same(lagging.body.orders, [], 'the replica does not have it yet: the chunk is as of the replica');

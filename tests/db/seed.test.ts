@@ -2,7 +2,8 @@
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import t from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
-import { type SeedTable, seedTable, seedTables } from '../../db/seed.ts';
+import { migrateDemo } from '../../demo/migrate.ts';
+import { type SeedTable, seedTable, seedTables } from '../../demo/seed.ts';
 import { parseSeedArgs } from '../../scripts/seed.ts';
 import { testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
@@ -12,7 +13,7 @@ const sizes: Record<SeedTable, number> = { products: 3_000, orders: 2_000, event
 
 /** One hash over every column of every row, in id order: equal hashes mean equal tables. */
 async function tableHash(sql: Sql | TransactionSql, table: SeedTable): Promise<string> {
-  const [row] = await sql`select md5(coalesce(string_agg(t::text, E'\n' order by t.id), '')) as hash from ${sql(table)} t`;
+  const [row] = await sql`select md5(coalesce(string_agg(t::text, E'\n' order by t.id), '')) as hash from demo.${sql(table)} t`;
   return row!.hash as string;
 }
 
@@ -57,16 +58,16 @@ t.test('sizes are honoured: exactly N rows, ids 1..N, replacing what was there',
   for (const table of seedTables) {
     const reported: number[] = [];
     await seedTable(sql, table, sizes[table], (done) => reported.push(done));
-    const [before] = await sql`select count(*)::int as n, min(id)::int as lo, max(id)::int as hi from ${sql(table)}`;
+    const [before] = await sql`select count(*)::int as n, min(id)::int as lo, max(id)::int as hi from demo.${sql(table)}`;
     t.same(before, { n: sizes[table], lo: 1, hi: sizes[table] }, `${table}: first load`);
     t.equal(reported.at(-1), sizes[table], `${table}: progress ends at the total`);
 
     // A reseed replaces the rows and restarts the ids, whatever was there.
     await seedTable(sql, table, 7);
-    const [after] = await sql`select count(*)::int as n, min(id)::int as lo, max(id)::int as hi from ${sql(table)}`;
+    const [after] = await sql`select count(*)::int as n, min(id)::int as lo, max(id)::int as hi from demo.${sql(table)}`;
     t.same(after, { n: 7, lo: 1, hi: 7 }, `${table}: reseeded`);
     await seedTable(sql, table, 0);
-    const [empty] = await sql`select count(*)::int as n from ${sql(table)}`;
+    const [empty] = await sql`select count(*)::int as n from demo.${sql(table)}`;
     t.equal(empty!.n, 0, `${table}: zero rows`);
   }
 });
@@ -85,7 +86,7 @@ t.test('events: many items share one timestamp', async (t) => {
   await seedTable(sql, 'events', sizes.events);
   const [row] = await sql`
     select count(*)::int as shared_timestamps, coalesce(max(n), 0)::int as largest, coalesce(sum(n), 0)::int as items
-    from (select count(*) as n from events group by occurred_at having count(*) > 1) bursts`;
+    from (select count(*) as n from demo.events group by occurred_at having count(*) > 1) bursts`;
   t.ok(row!.largest >= 50, `the largest burst has ${row!.largest} items on one timestamp`);
   t.ok(row!.shared_timestamps >= 10, `${row!.shared_timestamps} timestamps are shared`);
   t.ok(row!.items >= sizes.events / 10, `${row!.items} of ${sizes.events} items share their timestamp`);
@@ -110,21 +111,21 @@ t.test('npm run seed arguments: sizes per collection; anything else is one clear
 async function tableShape(sql: Sql, table: SeedTable): Promise<Record<string, unknown>> {
   const [relation] = await sql`
     select c.relowner::regrole::text as owner, c.relacl::text[] as acl, c.reloptions, n.nspname as schema
-    from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = ${table}::regclass`;
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = ${`demo.${table}`}::regclass`;
   const columns = await sql`
     select attname, format_type(atttypid, atttypmod) as type, attnotnull, attidentity,
       pg_get_expr(d.adbin, d.adrelid) as default
     from pg_attribute a left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
-    where a.attrelid = ${table}::regclass and a.attnum > 0 and not a.attisdropped order by a.attnum`;
+    where a.attrelid = ${`demo.${table}`}::regclass and a.attnum > 0 and not a.attisdropped order by a.attnum`;
   const indexes = await sql`
     select indexrelid::regclass::text as name, pg_get_indexdef(indexrelid) as definition
-    from pg_index where indrelid = ${table}::regclass order by 1`;
+    from pg_index where indrelid = ${`demo.${table}`}::regclass order by 1`;
   const constraints = await sql`
-    select conname, pg_get_constraintdef(oid) as definition from pg_constraint where conrelid = ${table}::regclass order by 1`;
+    select conname, pg_get_constraintdef(oid) as definition from pg_constraint where conrelid = ${`demo.${table}`}::regclass order by 1`;
   const sequences = await sql`
     select s.seqrelid::regclass::text as name, s.seqstart, s.seqincrement, s.seqmin, s.seqmax, s.seqcache, s.seqcycle
     from pg_depend d join pg_sequence s on s.seqrelid = d.objid
-    where d.refobjid = ${table}::regclass and d.classid = 'pg_class'::regclass order by 1`;
+    where d.refobjid = ${`demo.${table}`}::regclass and d.classid = 'pg_class'::regclass order by 1`;
   return { ...relation, columns: [...columns], indexes: [...indexes], constraints: [...constraints], sequences: [...sequences] };
 }
 
@@ -139,7 +140,7 @@ t.test('a seed swaps in a table exactly like the one the migrations made: indexe
     await admin.end();
   });
   for (const table of seedTables) {
-    await sql.unsafe(`grant select on ${table} to ${role}`);
+    await sql.unsafe(`grant select on demo.${table} to ${role}`);
     const before = await tableShape(sql, table);
     await seedTable(sql, table, 300);
     t.same(await tableShape(sql, table), before, `${table}: the same table after a seed`);
@@ -151,18 +152,20 @@ t.test('a seed swaps in a table exactly like the one the migrations made: indexe
   const [schemas] = await sql`select count(*)::int as n from pg_namespace where nspname like 'seed%'`;
   t.equal(schemas!.n, 0, 'no staging schema is left behind');
   // The migrations' own record is untouched: running them again is a no-op that succeeds.
-  const applied = await sql`select hash from drizzle.__drizzle_migrations order by id`;
+  const applied = await sql`select hash from demo.__drizzle_migrations order by id`;
   await runMigrations(url);
-  t.same(await sql`select hash from drizzle.__drizzle_migrations order by id`, applied, 'drizzle migration state unchanged');
+  await migrateDemo(url);
+  t.same(await sql`select hash from demo.__drizzle_migrations order by id`, applied, 'drizzle migration state unchanged');
 });
 
 t.test('after a seed, rows inserted with plain SQL get the next ids', async (t) => {
   const { sql } = await testDatabase(t);
   await seedTable(sql, 'products', 1_000);
-  const [row] = await sql`insert into products (name, category, price_cents) values ('Plain Insert', 'tools', 500) returning id::int`;
+  const [row] = await sql`insert into demo.products (name, category, price_cents) values ('Plain Insert', 'tools', 500) returning id::int`;
   t.equal(row!.id, 1_001);
   await seedTable(sql, 'products', 10);
-  const [again] = await sql`insert into products (name, category, price_cents) values ('Plain Insert', 'tools', 500) returning id::int`;
+  const [again] =
+    await sql`insert into demo.products (name, category, price_cents) values ('Plain Insert', 'tools', 500) returning id::int`;
   t.equal(again!.id, 11, 'ids restart with each seed, and go on from its last row');
 });
 
@@ -172,14 +175,14 @@ t.test('a reseed of a live table never blocks its readers: they wait millisecond
   const reader = postgres(url, { max: 1, onnotice: () => {} });
   t.teardown(() => reader.end());
   // Connected and prepared before the seed starts: what is measured is waiting, not connecting.
-  await reader`select id, name from products limit 1`;
+  await reader`select id, name from demo.products limit 1`;
   let running = true;
   let longest = 0;
   let reads = 0;
   const readLoop = (async () => {
     while (running) {
       const started = performance.now();
-      await reader`select id, name from products limit 1`;
+      await reader`select id, name from demo.products limit 1`;
       longest = Math.max(longest, performance.now() - started);
       reads++;
       await sleep(5);
@@ -193,7 +196,7 @@ t.test('a reseed of a live table never blocks its readers: they wait millisecond
   t.comment(`seed of 200,000 rows: ${seconds.toFixed(1)} s; ${reads} reads, the longest ${Math.round(longest)} ms`);
   t.ok(reads > 20, `the reader kept reading during the seed (${reads} reads)`);
   t.ok(longest < 500, `no read waited 0.5 s or more (longest ${Math.round(longest)} ms)`);
-  const [after] = await reader`select count(*)::int as n, max(id)::int as hi from products`;
+  const [after] = await reader`select count(*)::int as n, max(id)::int as hi from demo.products`;
   t.same(after, { n: 200_000, hi: 200_000 }, 'the reader sees the new rows');
 });
 

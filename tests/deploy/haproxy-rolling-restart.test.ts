@@ -1,7 +1,7 @@
 // Behind HAProxy, three instances restarted one after another under load: with a drain period longer than
 // HAProxy takes to mark an instance down, no request fails (docs/operations.md, "Stopping and draining").
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { startHaproxy } from '../helpers/haproxy.ts';
 import { setTier } from '../helpers/limiter.ts';

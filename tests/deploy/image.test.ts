@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { freePort, stopProcess } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -66,7 +66,14 @@ t.test('deploy/install.sh on this checkout: production dependencies only; the CM
   const db = await testDatabase(t);
   await seedTable(db.sql, 'products', 20);
   const port = await freePort();
-  const env = { PATH: process.env.PATH ?? '', HOME: dir, DATABASE_URL: db.url, PORT: String(port), NODE_ENV: 'production' };
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: dir,
+    DATABASE_URL: db.url,
+    COLLECTIONS: 'demo',
+    PORT: String(port),
+    NODE_ENV: 'production',
+  };
   const [command, ...args] = execForm('CMD');
   // Through env -u NODE_OPTIONS: tap adds its own loader, from this checkout's node_modules, to the NODE_OPTIONS
   // of every node process a test starts, and the unprivileged user may not reach this checkout (a clone in a

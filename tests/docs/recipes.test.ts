@@ -74,7 +74,7 @@ t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 
     },
   });
   const { sql } = api.database;
-  const [row] = await sql`select count(*)::int as n from products where category in ('books', 'toys')`;
+  const [row] = await sql`select count(*)::int as n from demo.products where category in ('books', 'toys')`;
   const expected = row!.n as number;
   t.ok(expected > 20, `${expected} products: several chunks of ten`);
   // A few units a second, one request at a time: a recipe fast enough meets 429s of the rate (it needs
@@ -93,7 +93,7 @@ t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 
     await sleep(2_100);
     const lock = await sql.reserve();
     await lock`begin`;
-    await lock`lock table products in access exclusive mode`;
+    await lock`lock table demo.products in access exclusive mode`;
     let answered: number | undefined;
     const held = fetch(`${base}/v1/products?limit=1&count=none`, { headers: { [HELD]: '1' } }).then((response) => {
       answered = response.status;

@@ -1,9 +1,9 @@
 // Builds the app on a fresh test database; requests go through app.request, no port is opened.
 import type { Hono } from 'hono';
-import { type SeedSizes, type SeedTable, seedTable } from '../../db/seed.ts';
+import { demoRegistry } from '../../demo/collections.ts';
+import { type SeedSizes, type SeedTable, seedTable } from '../../demo/seed.ts';
 import type { Logger } from '../../lib/http/logger.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import type { Registry } from '../../lib/pagination/registry.ts';
 import type { LimiterOptions } from '../../lib/ratelimit/middleware.ts';
 import { buildApp } from '../../lib/service/app.ts';

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import postgres, { type Sql } from 'postgres';
 import { type Database, openDatabase } from '../../db/client.ts';
 import { runMigrations } from '../../db/migrate.ts';
+import { migrateDemo } from '../../demo/migrate.ts';
 import { waitFor } from './wait.ts';
 
 interface Teardown {
@@ -27,13 +28,14 @@ export interface TestDatabase extends Database {
   readonly name: string;
 }
 
-/** A new, migrated database; it and its connections are gone when the test ends. */
+/** A new database with the service's schema and the demo's tables; it and its connections are gone when the test ends. */
 export async function testDatabase(t: Teardown, options: { max?: number; statementTimeoutMs?: number } = {}): Promise<TestDatabase> {
   const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${name}`);
   const url = urlFor(name);
   await runMigrations(url);
+  await migrateDemo(url);
   const database = openDatabase(url, { max: options.max ?? 4, statementTimeoutMs: options.statementTimeoutMs });
   t.teardown(async () => {
     await database.close();

@@ -9,7 +9,7 @@ export async function setTier(
   tier: { allowance: number; windowSeconds: number; concurrency: number },
 ): Promise<void> {
   await sql`
-    insert into rate_tiers (name, allowance, window_seconds, concurrency)
+    insert into paginated_collections.rate_tiers (name, allowance, window_seconds, concurrency)
     values (${name}, ${tier.allowance}, ${tier.windowSeconds}, ${tier.concurrency})
     on conflict (name) do update set allowance = excluded.allowance,
       window_seconds = excluded.window_seconds, concurrency = excluded.concurrency`;
@@ -35,14 +35,14 @@ export async function dbNow(database: TestDatabase): Promise<number> {
 /** Units charged to `subject` (to every subject when absent) that rate_windows still holds. */
 export async function chargedUnits(sql: Sql, subject?: string): Promise<number> {
   const [row] = await sql`
-    select coalesce(sum(used), 0)::int as units from rate_windows where ${subject === undefined ? sql`true` : sql`subject = ${subject}`}`;
+    select coalesce(sum(used), 0)::int as units from paginated_collections.rate_windows where ${subject === undefined ? sql`true` : sql`subject = ${subject}`}`;
   return row!.units as number;
 }
 
 /** Concurrency leases of `subject` (of every subject when absent) that are held now. */
 export async function liveLeases(sql: Sql, subject?: string): Promise<number> {
   const [row] = await sql`
-    select count(*)::int as n from rate_windows w, unnest(w.lease_expires) as e
+    select count(*)::int as n from paginated_collections.rate_windows w, unnest(w.lease_expires) as e
     where e > extract(epoch from clock_timestamp()) and ${subject === undefined ? sql`true` : sql`w.subject = ${subject}`}`;
   return row!.n as number;
 }

@@ -1,5 +1,5 @@
 // A real server process whose database connections all go through a TCP proxy the test controls.
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { type TestDatabase, testDatabase } from './db.ts';
 import { freePort } from './processes.ts';
 import { type ServerProcess, startServer } from './servers.ts';
@@ -25,7 +25,7 @@ export async function proxiedService(
   await seedTable(database.sql, 'products', 200);
   await seedTable(database.sql, 'orders', 10);
   await seedTable(database.sql, 'events', 10);
-  await database.sql`update rate_tiers set allowance = 1000000, concurrency = ${options.concurrency ?? 1000} where name = 'anonymous'`;
+  await database.sql`update paginated_collections.rate_tiers set allowance = 1000000, concurrency = ${options.concurrency ?? 1000} where name = 'anonymous'`;
   const proxy = await startProxy(t, database.url);
   const server = await startServer(t, await freePort(), { DATABASE_URL: proxy.urlOf(database.url), ...options.env });
   return { database, proxy, server };

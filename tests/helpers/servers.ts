@@ -36,7 +36,8 @@ export async function startServer(
   const child = spawn(command, args, {
     cwd: root,
     // HOME: Deno keeps its cache under it. NO_COLOR: plain output to read.
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', ...env, PORT: String(port) },
+    // COLLECTIONS=demo: the tests' servers serve the demo unless a test names a file (or '' for none).
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', COLLECTIONS: 'demo', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -86,7 +86,7 @@ t.test('a chunk asked for again is sent as compressed before, and a changed chun
     t.same(again.body, first.body, `${encoding}: the same bytes`);
   }
   // Kept by ETag, not by URL: once a product changes, the same URL is another chunk, never the kept one.
-  await api.database.sql`update products set name = 'Renamed' where id = 3`;
+  await api.database.sql`update demo.products set name = 'Renamed' where id = 3`;
   for (const encoding of ['gzip', 'br']) {
     const changed = await raw(url, { 'accept-encoding': encoding });
     const plain = await raw(url);

@@ -49,7 +49,7 @@ t.test(
     t.equal(head.status, 304, 'HEAD too');
     t.equal(limits(head).remaining, 56);
 
-    await api.database.sql`update products set name = 'Renamed' where id = 3`;
+    await api.database.sql`update demo.products set name = 'Renamed' where id = 3`;
     const changed = await fetch(path, { headers: { 'if-none-match': etag } });
     t.equal(changed.status, 200, 'a changed item changes the tag');
     t.not(changed.headers.get('etag'), etag);
@@ -120,7 +120,8 @@ t.test('polling an unchanged time chunk through its poll link is a free 304, unt
   }
   t.equal(await chargedUnits(api.database.sql), charged, 'five polls, nothing charged');
 
-  await api.database.sql`insert into events (type, source, occurred_at, message) values ('login', 'web', '2100-01-01T00:00:00Z', 'new')`;
+  await api.database
+    .sql`insert into demo.events (type, source, occurred_at, message) values ('login', 'web', '2100-01-01T00:00:00Z', 'new')`;
   const arrived = await get(poll, { 'if-none-match': etag });
   t.equal(arrived.status, 200, 'the new event');
   t.equal((await arrived.json()).events[0].message, 'new');

@@ -21,8 +21,30 @@ t.test('defaults', async (t) => {
     logLevel: 'info',
     shutdownDrainMs: 0,
     corsOrigins: '*',
+    collections: { kind: 'demo' },
   });
   t.ok(Object.isFrozen(config));
+});
+
+t.test('COLLECTIONS: a file, or the demo; with DATABASE_URL it must be set', async (t) => {
+  t.same(parseConfig({}).collections, { kind: 'demo' }, 'the embedded default serves the demo');
+  t.same(parseConfig({ DATABASE_URL: 'postgres://u@h/db', COLLECTIONS: 'demo' }).collections, { kind: 'demo' });
+  t.same(parseConfig({ DATABASE_URL: 'postgres://u@h/db', COLLECTIONS: 'collections.yaml' }).collections, {
+    kind: 'file',
+    path: 'collections.yaml',
+  });
+  t.same(parseConfig({ COLLECTIONS: 'team.json' }).collections, { kind: 'file', path: 'team.json' }, 'a file on the embedded default too');
+  for (const unset of [{}, { COLLECTIONS: '' }]) {
+    t.throws(
+      () => parseConfig({ DATABASE_URL: 'postgres://u@h/db', ...unset }),
+      {
+        name: 'ConfigError',
+        message:
+          'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/collections.md), or set COLLECTIONS=demo to serve the demo in this database',
+      },
+      'one line: how to write a file, or ask for the demo',
+    );
+  }
 });
 
 t.test('good values', async (t) => {
@@ -33,6 +55,7 @@ t.test('good values', async (t) => {
     TRUST_PROXY: '10.0.0.0/8, 2001:db8::1, loopback',
     ADMIN_TOKEN: 'a'.repeat(16),
     CURSOR_SECRET: 'b'.repeat(32),
+    COLLECTIONS: 'demo',
   });
   t.equal(config.port, 8080);
   t.equal(config.publicUrl, 'https://api.example.com');
@@ -47,6 +70,7 @@ t.test('good values', async (t) => {
   t.equal(parseConfig({ SHUTDOWN_DRAIN_MS: '3000' }).shutdownDrainMs, 3000);
   for (const size of [1, 4, 100]) t.equal(parseConfig({ DATABASE_POOL_SIZE: String(size) }).databasePoolSize, size, `pool of ${size}`);
   const split = parseConfig({
+    COLLECTIONS: 'demo',
     DATABASE_URL: 'postgres://u@pooler:6432/db?prepare=false',
     DATABASE_DIRECT_URL: 'postgres://u@primary:5432/db',
     DATABASE_READ_URL: 'postgresql://u@replica:5432/db',
@@ -112,7 +136,7 @@ t.test('bad values stop start-up with a message naming the variable', async (t) 
     if (name.startsWith('DATABASE_') && name !== 'DATABASE_POOL_SIZE' && name !== 'DATABASE_URL') {
       // Beside a good DATABASE_URL, a URL that is not one is refused too.
       t.throws(
-        () => parseConfig({ DATABASE_URL: 'postgres://u@h/db', [name]: 'mysql://h/db' }),
+        () => parseConfig({ DATABASE_URL: 'postgres://u@h/db', COLLECTIONS: 'demo', [name]: 'mysql://h/db' }),
         new RegExp(`^Invalid ${name}: expected`),
         name,
       );

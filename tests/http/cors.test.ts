@@ -30,7 +30,7 @@ t.test('a preflight is a 204 with the allowed methods and headers, charged nothi
     t.equal(await res.text(), '', path);
   }
   t.equal(await chargedUnits(api.database.sql), 0, 'no unit charged to anyone');
-  const [row] = await api.database.sql`select count(*)::int as rows from rate_windows`;
+  const [row] = await api.database.sql`select count(*)::int as rows from paginated_collections.rate_windows`;
   t.equal(row!.rows, 0, 'the limiter never saw them');
 
   // With the database closed, a GET is a 503, a preflight still a 204: it never reaches the database.

@@ -13,7 +13,7 @@ t.test('a query behind a table lock is a 503 with Retry-After by the statement t
   const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
-  await lock`lock table products in access exclusive mode`;
+  await lock`lock table demo.products in access exclusive mode`;
 
   const res = await sample(server.url, '/v1/products?count=none', 20_000);
   const ms = Math.round(res.done - res.sent);
@@ -36,7 +36,7 @@ t.test('a pool connection that stops answering mid-query is a 503 by the deadlin
   const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
-  await lock`lock table products in access exclusive mode`;
+  await lock`lock table demo.products in access exclusive mode`;
   const answer = sample(server.url, '/v1/products?count=none', 20_000);
   await lockWaiters(database.sql, database.name, 1);
   proxy.freeze(); // the query's answer, when it comes, is lost, and nothing tells the instance
@@ -64,7 +64,7 @@ t.test('a planner estimate behind a table lock is a 503 by the statement timeout
   const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
-  await lock`lock table products in access exclusive mode`;
+  await lock`lock table demo.products in access exclusive mode`;
   const blocked = await sample(server.url, '/v1/products', 20_000);
   t.equal(blocked.status, 503, "the default chunk's estimate, priced before the limiter's decision, times out");
   t.equal(blocked.status === 503 && JSON.parse(blocked.body).code, 'unavailable');

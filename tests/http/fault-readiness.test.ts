@@ -13,7 +13,7 @@ t.test('/readyz is 200 while the pool is full of slow queries, 503 while the dat
   const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
-  await lock`lock table products in access exclusive mode`;
+  await lock`lock table demo.products in access exclusive mode`;
   const slow = Array.from({ length: 30 }, (_, i) => sample(server.url, `/v1/products?count=none&priceCents[gte]=${100 + i}`, 60_000));
   await lockWaiters(database.sql, database.name, 10);
   const probes = [];

@@ -42,7 +42,7 @@ t.test('HEAD works wherever GET does, with no body, and is charged like GET', as
 t.test("count=planned is PostgREST's name for count=estimated", async (t) => {
   const api = await testApp(t, { seed: { products: 120 }, rateLimit: true });
   const origin = await listening(t, api.app);
-  await api.database.sql`analyze products`;
+  await api.database.sql`analyze demo.products`;
   const planned = await fetch(`${origin}/v1/products?limit=5&count=planned`);
   const estimated = await fetch(`${origin}/v1/products?limit=5&count=estimated`);
   t.equal(planned.status, 200);

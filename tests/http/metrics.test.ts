@@ -4,7 +4,7 @@ import parsePrometheusTextFormat, { type Family } from 'parse-prometheus-text-fo
 import postgres from 'postgres';
 import t from 'tap';
 import { openDatabase } from '../../db/client.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { demoRegistry } from '../../demo/collections.ts';
 import { buildApp } from '../../lib/service/app.ts';
 import { parseConfig } from '../../lib/service/config.ts';
 import { ADMIN_TOKEN, type TestApp, testApp } from '../helpers/app.ts';
@@ -98,7 +98,7 @@ t.test('requests, latency, limiter decisions and statements, pool, process: coun
   t.teardown(() => own.end());
   const reserved = await own.reserve();
   await reserved`begin`;
-  await reserved`lock table products in access exclusive mode`;
+  await reserved`lock table demo.products in access exclusive mode`;
   t.equal(value(await scrape(api.request), 'db_pool_connections', { pool: 'primary', state: 'in_use' }), 0, 'an idle pool');
   const held = Array.from({ length: 6 }, (_, i) =>
     api.request(`/v1/products?limit=1&count=none&offset=${i}`, { address: `198.51.100.${i}` }),
@@ -120,7 +120,7 @@ t.test('503s by cause: the limiter, a query, readiness, draining', async (t) => 
   const reserved = await api.database.sql.reserve();
   t.teardown(() => reserved.release());
   await reserved`begin`;
-  await reserved`lock table products in access exclusive mode`;
+  await reserved`lock table demo.products in access exclusive mode`;
   const answer = api.request('/v1/products?limit=1&count=none');
   await lockWaiters(api.database.sql, api.database.name, 1);
   await api.database.sql`

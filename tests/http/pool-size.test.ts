@@ -1,7 +1,7 @@
 // DATABASE_POOL_SIZE: the data queries of a server never hold more PostgreSQL backends than it says; the
 // queries beyond it wait for a connection of the pool, and are served once one is free.
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { lockWaiters, testDatabase } from '../helpers/db.ts';
 import { freePort } from '../helpers/processes.ts';
 import { sample } from '../helpers/proxied.ts';
@@ -11,7 +11,7 @@ import { sleep } from '../helpers/wait.ts';
 t.test('a pool of 3: three data queries at a time, the others queued behind them', async (t) => {
   const database = await testDatabase(t);
   await seedTable(database.sql, 'products', 50);
-  await database.sql`update rate_tiers set allowance = 1000000, concurrency = 1000 where name = 'anonymous'`;
+  await database.sql`update paginated_collections.rate_tiers set allowance = 1000000, concurrency = 1000 where name = 'anonymous'`;
   const server = await startServer(t, await freePort(), {
     DATABASE_URL: database.url,
     DATABASE_POOL_SIZE: '3',
@@ -25,7 +25,7 @@ t.test('a pool of 3: three data queries at a time, the others queued behind them
   const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
-  await lock`lock table products in access exclusive mode`;
+  await lock`lock table demo.products in access exclusive mode`;
   const queries = Array.from({ length: 12 }, (_, i) => sample(server.url, `/v1/products?count=none&priceCents[gte]=${100 + i}`, 60_000));
   await lockWaiters(database.sql, database.name, 3);
   await sleep(500); // time for a fourth connection to be opened, were the pool larger

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { connect } from 'node:net';
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { MAX_IN_VALUES } from '../../lib/pagination/filters.ts';
 import { SERVICE_LINKS } from '../../lib/pagination/links.ts';
 import { encodeQueryComponent, MAX_LINK_QUERY_LENGTH } from '../../lib/pagination/params.ts';
@@ -104,7 +104,7 @@ async function boundedServer(t: { teardown(fn: () => unknown): void }, rows = 30
   const db = await testDatabase(t);
   for (const table of ['products', 'orders', 'events'] as const) await seedTable(db.sql, table, rows);
   // Registrations are limited to 5 an hour per address; this test registers more from one.
-  await db.sql`update rate_tiers set allowance = 1000000, concurrency = 100 where name in ('registration', 'anonymous')`;
+  await db.sql`update paginated_collections.rate_tiers set allowance = 1000000, concurrency = 100 where name in ('registration', 'anonymous')`;
   return startServer(t, await freePort(), { DATABASE_URL: db.url, ADMIN_TOKEN });
 }
 

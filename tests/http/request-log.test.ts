@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { createLogger } from '../../lib/http/logger.ts';
 import { type TestApp, testApp } from '../helpers/app.ts';
 import { lockWaiters, testDatabase } from '../helpers/db.ts';
@@ -94,7 +94,7 @@ t.test('declined and concurrency outcomes', async (t) => {
   const reserved = await api.database.sql.reserve();
   t.teardown(() => reserved.release());
   await reserved`begin`;
-  await reserved`lock table products in access exclusive mode`;
+  await reserved`lock table demo.products in access exclusive mode`;
   const held = api.request('/v1/products?limit=1&count=none');
   await lockWaiters(api.database.sql, api.database.name, 1);
   const second = await api.request('/v1');
@@ -109,7 +109,7 @@ t.test('a request whose query the database cancels: outcome unavailable', async 
   const reserved = await api.database.sql.reserve();
   t.teardown(() => reserved.release());
   await reserved`begin`;
-  await reserved`lock table products in access exclusive mode`;
+  await reserved`lock table demo.products in access exclusive mode`;
   const answer = api.request('/v1/products?limit=1&count=none');
   await lockWaiters(api.database.sql, api.database.name, 1);
   // What a statement_timeout does, at once: query_canceled, a database that cannot serve now.
@@ -123,7 +123,7 @@ t.test('a request whose query the database cancels: outcome unavailable', async 
 
 t.test('a 500: its error logged once, with the stack, on the request line at error, without the query values', async (t) => {
   const { api, log } = await loggedApp(t);
-  await api.database.sql`alter table products rename column name to gone`;
+  await api.database.sql`alter table demo.products rename column name to gone`;
   const res = await api.request('/v1/products?name=Zzfiltervalue&limit=2');
   t.equal(res.status, 500);
   const lines = log.lines();
@@ -158,7 +158,7 @@ t.test('levels: warn logs no request line but still the error; silent logs nothi
     const log = capture(level);
     const api = await testApp(t, { seed: { products: 5 }, logger: log.logger });
     t.equal((await api.request('/v1/products')).status, 200);
-    await api.database.sql`alter table products rename to products_gone`;
+    await api.database.sql`alter table demo.products rename to products_gone`;
     t.equal((await api.request('/v1/products?limit=7')).status, 500);
     t.same(
       log.lines().map((line) => [line.level, line.status]),

@@ -3,7 +3,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { Agent, type IncomingHttpHeaders, request } from 'node:http';
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { lockWaiters, type TestDatabase, testDatabase } from '../helpers/db.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
@@ -46,10 +46,10 @@ function exitOf(child: ChildProcess): Promise<{ code: number | null; at: number 
  */
 async function holdProducts(t: { teardown(fn: () => unknown): void }, db: TestDatabase) {
   // A fresh allowance: the address has spent its own in the tests before.
-  await db.sql`truncate rate_windows`;
+  await db.sql`truncate paginated_collections.rate_windows`;
   const reserved = await db.sql.reserve();
   await reserved`begin`;
-  await reserved`lock table products in access exclusive mode`;
+  await reserved`lock table demo.products in access exclusive mode`;
   let held = true;
   const release = async () => {
     if (!held) return;
@@ -181,7 +181,7 @@ t.test('SHUTDOWN_DRAIN_MS: after SIGTERM /readyz fails at once, requests are ser
   const drainMs = 1500;
   const { url, child, output } = await startServer(t, await freePort(), { DATABASE_URL: db.url, SHUTDOWN_DRAIN_MS: String(drainMs) });
   const exited = exitOf(child);
-  await db.sql`truncate rate_windows`;
+  await db.sql`truncate paginated_collections.rate_windows`;
   t.equal((await fetch(`${url}/readyz`)).status, 200);
   const sent = performance.now();
   child.kill('SIGTERM');

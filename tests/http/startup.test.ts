@@ -1,7 +1,7 @@
 // Start-up: the embedded default, and several instances starting at once against one fresh database.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,7 +10,8 @@ import postgres from 'postgres';
 import t from 'tap';
 import { EmbeddedError, startEmbedded } from '../../db/embedded.ts';
 import { runMigrations } from '../../db/migrate.ts';
-import { defaultSizes } from '../../db/seed.ts';
+import { migrateDemo } from '../../demo/migrate.ts';
+import { defaultSizes } from '../../demo/seed.ts';
 import { serverUrl, testDatabase, urlFor } from '../helpers/db.ts';
 import { freePort, stopProcess } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
@@ -48,13 +49,14 @@ t.test('the embedded PostgreSQL starts, keeps its data across restarts, and stop
   t.teardown(() => rm(path.dirname(dataDir), { recursive: true, force: true }));
   const first = await startEmbedded({ dataDir });
   await runMigrations(first.url);
+  await migrateDemo(first.url);
   let sql = postgres(first.url, { max: 1, onnotice: () => {} });
-  await sql`insert into products (name, category, price_cents) values ('kept', 'x', 1)`;
+  await sql`insert into demo.products (name, category, price_cents) values ('kept', 'x', 1)`;
   await sql.end();
   await first.stop();
   const second = await startEmbedded({ dataDir });
   sql = postgres(second.url, { max: 1, onnotice: () => {} });
-  const rows = await sql`select name from products`;
+  const rows = await sql`select name from demo.products`;
   t.same(
     rows.map((r) => r.name),
     ['kept'],
@@ -72,7 +74,7 @@ t.test('a port in use stops start-up with one line, not a stack trace', async (t
   const port = (taken.address() as AddressInfo).port;
   const child = spawn(process.execPath, ['server.ts'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', PORT: String(port), DATABASE_URL: db.url },
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), DATABASE_URL: db.url, COLLECTIONS: 'demo' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -160,14 +162,100 @@ t.test('two instances starting at once on one fresh database migrate and seed it
     t.match(raw, /content-type: application\/problem\+json/i, 'with problem+json');
   }
   const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
-  const [migrations] = await sql`select count(*)::int as n from drizzle.__drizzle_migrations`;
+  const [migrations] = await sql`select count(*)::int as n from paginated_collections.__drizzle_migrations`;
   const files = (await import('../../db/migrations/meta/_journal.json', { with: { type: 'json' } })).default.entries.length;
   t.equal(migrations!.n, files, 'each migration applied once');
-  const [orders] = await sql`select count(*)::int as n from orders`;
+  const [orders] = await sql`select count(*)::int as n from demo.orders`;
   t.equal(orders!.n, defaultSizes.orders);
   await sql.end();
   const codes = await Promise.all(servers.map(({ child }) => stopProcess(child)));
   t.same(codes, [0, 0], 'SIGTERM shuts both down cleanly');
+});
+
+/** Starts server.ts with `env` and waits for it to exit: its code and what it printed on stderr. */
+async function failedStart(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
+  const child = spawn(process.execPath, ['server.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', PORT: String(await freePort()), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const [code] = await once(child, 'exit');
+  return { code: code as number, stderr: stderr.trim() };
+}
+
+t.test('with DATABASE_URL and no COLLECTIONS, start-up stops with one line and touches nothing', async (t) => {
+  const name = `t_${process.pid}_bare`;
+  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`drop database if exists ${name}`);
+  await admin.unsafe(`create database ${name}`);
+  t.teardown(async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+  const failed = await failedStart({ DATABASE_URL: urlFor(name) });
+  t.equal(failed.code, 1);
+  t.equal(
+    failed.stderr,
+    'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/collections.md), or set COLLECTIONS=demo to serve the demo in this database',
+  );
+  const sql = postgres(urlFor(name), { max: 1, onnotice: () => {} });
+  const [made] = await sql`
+    select (select count(*)::int from pg_namespace where nspname not like 'pg\\_%' and nspname not in ('information_schema', 'public')) as schemas,
+      (select count(*)::int from pg_class where relnamespace = 'public'::regnamespace) as relations`;
+  await sql.end();
+  t.same(made, { schemas: 0, relations: 0 }, 'no schema, no table: nothing was migrated');
+});
+
+t.test('a collections file that cannot be served stops start-up with its problems, one line each, before any migration', async (t) => {
+  const name = `t_${process.pid}_team`;
+  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`drop database if exists ${name}`);
+  await admin.unsafe(`create database ${name}`);
+  await admin.unsafe(`drop role if exists ${name}_reader`);
+  await admin.unsafe(`create role ${name}_reader login`);
+  t.teardown(async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.unsafe(`drop role if exists ${name}_reader`);
+    await admin.end();
+  });
+  const sql = postgres(urlFor(name), { max: 1, onnotice: () => {} });
+  await sql`create table films (film_id int primary key, title text not null, secret text)`;
+  await sql.unsafe(`grant select (film_id, title) on films to ${name}_reader`);
+  await sql.end();
+  const folder = await mkdtemp(path.join(tmpdir(), 'collections-'));
+  t.teardown(() => rm(folder, { recursive: true, force: true }));
+  const file = path.join(folder, 'collections.yaml');
+  await writeFile(file, 'collections:\n  - relation: public.films\n    columns: [film_id, titel]\n  - relation: public.missing\n');
+  const bad = await failedStart({ DATABASE_URL: urlFor(name), COLLECTIONS: file });
+  t.equal(bad.code, 1);
+  t.same(
+    bad.stderr.split('\n'),
+    [
+      `Could not start: Invalid collections file ${file}, collection films: column titel: no such column in public.films`,
+      `Could not start: Invalid collections file ${file}, collection missing: no relation public.missing in the database, or in the schemas read`,
+    ],
+    'each problem on a line of its own, naming the file, the collection and the problem',
+  );
+  // A column the data role may not read: refused at start-up, by name.
+  await writeFile(file, 'collections:\n  - relation: public.films\n    columns: [film_id, title, secret]\n');
+  const reader = new URL(urlFor(name));
+  reader.username = `${name}_reader`;
+  reader.password = '';
+  const refused = await failedStart({ DATABASE_URL: reader.toString(), COLLECTIONS: file });
+  t.equal(refused.code, 1);
+  t.match(
+    refused.stderr,
+    new RegExp(`^Could not start: Invalid collections file ${file}, collection films: column secret: the role may not SELECT it`),
+  );
+  t.equal(refused.stderr.split('\n').length, 1, 'one line');
+  const missing = await failedStart({ DATABASE_URL: urlFor(name), COLLECTIONS: path.join(folder, 'nope.yaml') });
+  t.equal(missing.stderr, `Could not start: COLLECTIONS=${path.join(folder, 'nope.yaml')}: the file cannot be read (ENOENT)`);
+  const check = postgres(urlFor(name), { max: 1, onnotice: () => {} });
+  const [schemas] = await check`select count(*)::int as n from pg_namespace where nspname in ('paginated_collections', 'drizzle', 'demo')`;
+  await check.end();
+  t.equal(schemas!.n, 0, 'nothing was migrated');
 });
 
 t.test('npm start with no DATABASE_URL serves the demo collections on the embedded default', async (t) => {

@@ -2,9 +2,9 @@
 // declared in the registry appears with its parameters, filters, sort keys and item, with no other change.
 import { validate } from '@readme/openapi-parser';
 import t from 'tap';
-import { products } from '../../db/schema.ts';
+import { demoRegistry } from '../../demo/collections.ts';
+import { products } from '../../demo/schema.ts';
 import { openApiDocument } from '../../lib/openapi/document.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { variantParams } from '../../lib/pagination/variant-params.ts';
 import { documentChecker } from '../helpers/openapi.ts';

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { demoRegistry } from '../../demo/collections.ts';
 import { openApiDocument } from '../../lib/openapi/document.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 
 const bin = (name: string) => fileURLToPath(new URL(`../../node_modules/.bin/${name}`, import.meta.url));
 

@@ -2,7 +2,7 @@
 // errors (400, 401, 403, 404, 413, 429), validate against GET /openapi.json's own schemas (Ajv, JSON Schema 2020-12);
 // every parameter it documents is taken and no other variant parameter is; /openapi.json and /docs are not rate-limited.
 import t, { type Test } from 'tap';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { demoRegistry } from '../../demo/collections.ts';
 import { variantParams } from '../../lib/pagination/variant-params.ts';
 import { ADMIN_TOKEN, pathOf, type TestApp, testApp } from '../helpers/app.ts';
 import { setTier } from '../helpers/limiter.ts';

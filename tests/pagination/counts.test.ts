@@ -1,7 +1,7 @@
 // The default count: exact under the collection's threshold, the planner's estimate above it, and the chunk
 // says which; a count is charged by the rows it reads, priced up front from the estimate and settled after.
 import t from 'tap';
-import { products } from '../../db/schema.ts';
+import { products } from '../../demo/schema.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { testApp } from '../helpers/app.ts';
 import { chargedUnits, limits, setTier } from '../helpers/limiter.ts';
@@ -30,7 +30,7 @@ const registry = createRegistry([
 
 async function sized(t: { teardown(fn: () => unknown): void }, rows: number) {
   const api = await testApp(t, { seed: { products: rows }, registry, rateLimit: true });
-  await api.database.sql`vacuum analyze products`;
+  await api.database.sql`vacuum analyze demo.products`;
   await setTier(api.database.sql, 'anonymous', { allowance: 1000, windowSeconds: 600, concurrency: 4 });
   return api;
 }
@@ -68,14 +68,14 @@ t.test('above the threshold the default chunk carries the estimate, says so, and
 t.test('a count the estimate overpriced gives units back; one it underpriced is charged after', async (t) => {
   const api = await sized(t, 500);
   // Rows deleted since the statistics were taken: the estimate still sees about 500, the count reads 100.
-  await api.database.sql`delete from products where id > 100`;
+  await api.database.sql`delete from demo.products where id > 100`;
   const over = await api.request('/v1/products?limit=5&count=exact', { address: '192.0.2.10' });
   t.equal((await over.json()).size, 100);
   t.equal(limits(over).remaining, 1000 - 1 - 5, 'settled at the 100 rows read: 5 units, the rest given back');
   t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.10'), 6, 'and in the database');
 
   // A category the statistics have never seen: the planner expects a row or so; 100 rows are counted.
-  await api.database.sql`update products set category = 'brand-new' where id <= 100`;
+  await api.database.sql`update demo.products set category = 'brand-new' where id <= 100`;
   const under = await api.request('/v1/products?limit=5&count=exact&category=brand-new', { address: '192.0.2.11' });
   t.equal((await under.json()).size, 100);
   t.equal(await chargedUnits(api.database.sql, 'ip:192.0.2.11'), 1 + 5, 'the count read 100 rows: 5 units charged after');
@@ -89,8 +89,8 @@ t.test("an instance keeps a planner's estimate for a second, then asks again", a
   const before = await size();
   t.ok(before >= 400 && before <= 600, `the estimate of 500 rows: ${before}`);
   await api.database
-    .sql`insert into products (name, category, price_cents, created_at) select 'More ' || i, 'games', i, now() from generate_series(1, 2000) as i`;
-  await api.database.sql`analyze products`;
+    .sql`insert into demo.products (name, category, price_cents, created_at) select 'More ' || i, 'games', i, now() from generate_series(1, 2000) as i`;
+  await api.database.sql`analyze demo.products`;
   t.equal(await size(), before, 'within the second: the estimate kept, no EXPLAIN sent');
   await new Promise((resolve) => setTimeout(resolve, 1100));
   const after = await size();

@@ -2,7 +2,7 @@
 import postgres from 'postgres';
 import t from 'tap';
 // mulberry32, seeded, so a failure replays.
-import { random } from '../../db/seed.ts';
+import { random } from '../../demo/seed.ts';
 import { pathOf, type TestApp, testApp } from '../helpers/app.ts';
 
 type Row = { id: number; a: number | string; b: string };
@@ -31,7 +31,7 @@ const scenarios: Scenario[] = [
     keys: (next) => ({ a: stamp(Math.floor(next() * 40)), b: '' }),
     insert: async (sql, keys) =>
       (
-        await sql`insert into orders (customer_id, status, total_cents, created_at)
+        await sql`insert into demo.orders (customer_id, status, total_cents, created_at)
         select 1, 'paid', 1000, t::timestamptz from unnest(${keys.map((k) => k.a as string)}::text[]) as t
         returning id, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as a`
       ).map((r) => ({
@@ -49,7 +49,7 @@ const scenarios: Scenario[] = [
     keys: (next) => ({ a: 100 * (1 + Math.floor(next() * 5)), b: stamp(Math.floor(next() * 8)) }),
     insert: async (sql, keys) =>
       (
-        await sql`insert into products (name, category, price_cents, created_at)
+        await sql`insert into demo.products (name, category, price_cents, created_at)
         select 'New', 'books', p, c::timestamptz
         from unnest(${keys.map((k) => k.a as number)}::int[], ${keys.map((k) => k.b)}::text[]) as u(p, c)
         returning id, price_cents as a, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as b`

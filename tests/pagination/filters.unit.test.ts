@@ -1,8 +1,8 @@
 // Filters, without a database: which parameters are filters, their operators and values, canonical form, and the SQL.
 import { PgDialect } from 'drizzle-orm/pg-core';
 import t from 'tap';
-import { products } from '../../db/schema.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { demoRegistry } from '../../demo/collections.ts';
+import { products } from '../../demo/schema.ts';
 import {
   filterCondition,
   filterParam,

@@ -3,7 +3,7 @@
 import { eq, type Placeholder } from 'drizzle-orm';
 import t from 'tap';
 import { formatEpoch } from '../../db/timestamps.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { demoRegistry } from '../../demo/collections.ts';
 import { parseFilters } from '../../lib/pagination/filters.ts';
 import { keysetQuery, keysetValues, positionOf } from '../../lib/pagination/keyset.ts';
 import { splitSort } from '../../lib/pagination/registry.ts';

@@ -25,17 +25,17 @@ const quote = (text: string) => `'${text.replace(/'/g, "''")}'`;
 /** Rows with few distinct values per column, so every sort key ties often and the id tie-breaker matters. */
 async function insertRows(app: TestApp) {
   const { sql } = app.database;
-  await sql`insert into products (name, category, price_cents, created_at)
+  await sql`insert into demo.products (name, category, price_cents, created_at)
     select (array['Anvil', 'anvil', 'Basket', 'Drum', 'Zed', 'Drum kit'])[1 + (i * 31) % 6],
            (array['books', 'toys', 'tools'])[1 + (i * 17) % 3],
            100 + ((i * 13) % 5) * 100,
            '2026-01-01T00:00:00Z'::timestamptz + ((i * 7) % 4) * interval '1 microsecond'
     from generate_series(1, 400) as i`;
-  await sql`insert into orders (customer_id, status, total_cents, created_at)
+  await sql`insert into demo.orders (customer_id, status, total_cents, created_at)
     select 1 + i % 7, (array['paid', 'pending', 'shipped'])[1 + (i * 11) % 3], 500 + ((i * 3) % 5) * 250,
            '2026-01-01T00:00:00Z'::timestamptz + ((i * 5) % 6) * interval '1 microsecond'
     from generate_series(1, 400) as i`;
-  await sql`insert into events (type, source, occurred_at, message)
+  await sql`insert into demo.events (type, source, occurred_at, message)
     select (array['login', 'purchase', 'error'])[1 + (i * 7) % 3], (array['web', 'api'])[1 + (i * 3) % 2],
            '2026-01-01T00:00:00Z'::timestamptz + ((i * 3) % 8) * interval '1 microsecond', 'e' || i
     from generate_series(1, 400) as i`;
@@ -207,7 +207,7 @@ t.test('events: the time variant walks both ways and matches plain SQL', async (
           where.push(`occurred_at ${marker.name === 'before' ? '<' : '>'} '${marker.at}'::timestamptz`);
           if (marker.name === 'after') order = 'occurred_at asc, id asc';
         }
-        const rows = await app.database.sql.unsafe(`select id from events where ${where.join(' and ')} order by ${order}`);
+        const rows = await app.database.sql.unsafe(`select id from demo.events where ${where.join(' and ')} order by ${order}`);
         const seen = await walk(app, `/v1/events?${params.join('&')}`, pageSizes);
         assert.deepEqual(
           seen,

@@ -7,7 +7,8 @@ import t, { type Test } from 'tap';
 import { openDatabase } from '../../db/client.ts';
 import { startEmbedded } from '../../db/embedded.ts';
 import { runMigrations } from '../../db/migrate.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { demoRegistry } from '../../demo/collections.ts';
+import { migrateDemo } from '../../demo/migrate.ts';
 import { buildApp } from '../../lib/service/app.ts';
 import { parseConfig } from '../../lib/service/config.ts';
 import { serverUrl } from '../helpers/db.ts';
@@ -24,6 +25,7 @@ async function newDatabase(t: Test, server: string): Promise<string> {
   const url = new URL(server);
   url.pathname = `/${name}`;
   await runMigrations(url.toString());
+  await migrateDemo(url.toString());
   return url.toString();
 }
 
@@ -41,17 +43,17 @@ const columns = [
   {
     table: 'products',
     column: 'created_at',
-    insert: (v: string) => `insert into products (name, category, price_cents, created_at) values ('odd', 'books', 1, '${v}')`,
+    insert: (v: string) => `insert into demo.products (name, category, price_cents, created_at) values ('odd', 'books', 1, '${v}')`,
   },
   {
     table: 'orders',
     column: 'created_at',
-    insert: (v: string) => `insert into orders (customer_id, status, total_cents, created_at) values (1, 'paid', 1, '${v}')`,
+    insert: (v: string) => `insert into demo.orders (customer_id, status, total_cents, created_at) values (1, 'paid', 1, '${v}')`,
   },
   {
     table: 'events',
     column: 'occurred_at',
-    insert: (v: string) => `insert into events (type, source, occurred_at) values ('login', 'web', '${v}')`,
+    insert: (v: string) => `insert into demo.events (type, source, occurred_at) values ('login', 'web', '${v}')`,
   },
 ];
 
@@ -91,9 +93,11 @@ async function insertEdges(url: string): Promise<void> {
     async (sql) => {
       for (const [at, [literal]] of edges.entries()) {
         const name = at % 2 === 0 ? 'a' : 'b';
-        await sql.unsafe(`insert into products (name, category, price_cents, created_at) values ('${name}', 'books', ${at}, '${literal}')`);
-        await sql.unsafe(`insert into orders (customer_id, status, total_cents, created_at) values (1, 'paid', ${at}, '${literal}')`);
-        await sql.unsafe(`insert into events (type, source, occurred_at) values ('login', 'web', '${literal}')`);
+        await sql.unsafe(
+          `insert into demo.products (name, category, price_cents, created_at) values ('${name}', 'books', ${at}, '${literal}')`,
+        );
+        await sql.unsafe(`insert into demo.orders (customer_id, status, total_cents, created_at) values (1, 'paid', ${at}, '${literal}')`);
+        await sql.unsafe(`insert into demo.events (type, source, occurred_at) values ('login', 'web', '${literal}')`);
       }
     },
     'Asia/Kathmandu',
@@ -174,7 +178,7 @@ async function checkRefused(t: Test, url: string): Promise<void> {
         );
       }
       // An update cannot sneak one in either.
-      const update = await sql.unsafe(`update ${table} set ${column} = 'infinity'`).then(
+      const update = await sql.unsafe(`update demo.${table} set ${column} = 'infinity'`).then(
         () => undefined,
         (e: unknown) => e as { constraint_name?: string },
       );

@@ -23,7 +23,7 @@ const sortArb = fc.uniqueArray(
 t.test('walking next visits every matching row once, in SQL order', async (t) => {
   const { json, database } = await testApp(t, { seed: { products: 300 } });
   // Ties on every sort key, so the id tie-breaker matters.
-  await database.sql`insert into products (name, category, price_cents, created_at)
+  await database.sql`insert into demo.products (name, category, price_cents, created_at)
     select 'Fine Anvil 1', 'books', 5000, '2025-06-01T00:00:00.000001Z' from generate_series(1, 25)`;
 
   await fc.assert(
@@ -52,8 +52,8 @@ t.test('walking next visits every matching row once, in SQL order', async (t) =>
       const order =
         idAt === -1 ? [...keys, { field: 'id' as const, descending: keys.at(-1)?.descending ?? false }] : keys.slice(0, idAt + 1);
       const orderSql = order.map((k) => `${sortKeys[k.field]} ${k.descending ? 'desc' : 'asc'}`).join(', ');
-      const expected = (await database.sql.unsafe(`select id from products where ${where.join(' and ')} order by ${orderSql}`)).map((r) =>
-        Number(r.id),
+      const expected = (await database.sql.unsafe(`select id from demo.products where ${where.join(' and ')} order by ${orderSql}`)).map(
+        (r) => Number(r.id),
       );
 
       const first = byPage ? `page=0&page-size=${size}` : `limit=${size}`;

@@ -6,7 +6,7 @@ const SIZE = 230;
 
 t.test('offset and page chunks', async (t) => {
   const { json, request, database } = await testApp(t, { seed: { products: SIZE } });
-  const ids = (await database.sql`select id from products order by id`).map((row) => Number(row.id));
+  const ids = (await database.sql`select id from demo.products order by id`).map((row) => Number(row.id));
 
   t.test('defaults: the first chunk of the default variant, limit 20, offset 0, exact size', async (t) => {
     const { status, body, headers } = await json('/v1/products');
@@ -129,7 +129,7 @@ t.test('offset and page chunks', async (t) => {
 
   t.test('filters and sort select and order items, and every link carries them', async (t) => {
     const rows = await database.sql`
-      select id from products where category in ('books', 'toys') and price_cents >= 5000
+      select id from demo.products where category in ('books', 'toys') and price_cents >= 5000
       order by price_cents desc, id desc`;
     const expected = rows.map((row) => Number(row.id));
     const path = '/v1/products?limit=10&offset=10&category[in]=toys,books&priceCents[gte]=5000&sort=-priceCents';
@@ -145,7 +145,7 @@ t.test('offset and page chunks', async (t) => {
   });
 
   t.test('filter operators', async (t) => {
-    const [{ name, price }] = (await database.sql`select name, price_cents as price from products where id = 17`) as any;
+    const [{ name, price }] = (await database.sql`select name, price_cents as price from demo.products where id = 17`) as any;
     const cases: [string, string][] = [
       [`name=${encodeURIComponent(name)}`, `name = '${name.replace(/'/g, "''")}'`],
       [`name[prefix]=Amber`, `name like 'Amber%'`],
@@ -156,7 +156,7 @@ t.test('offset and page chunks', async (t) => {
       [`category=books`, `category = 'books'`],
     ];
     for (const [query, where] of cases) {
-      const expected = (await database.sql.unsafe(`select count(*) as n from products where ${where}`))[0]!.n;
+      const expected = (await database.sql.unsafe(`select count(*) as n from demo.products where ${where}`))[0]!.n;
       const { status, body } = await json(`/v1/products?limit=1&${query}`);
       t.equal(status, 200, query);
       t.equal(body.size, Number(expected), query);
@@ -164,7 +164,7 @@ t.test('offset and page chunks', async (t) => {
   });
 
   t.test('prefix treats % and _ literally; + means a space', async (t) => {
-    await database.sql`insert into products (name, category, price_cents) values ('50% off', 'x', 1), ('50_ off', 'x', 1), ('a b', 'x', 1)`;
+    await database.sql`insert into demo.products (name, category, price_cents) values ('50% off', 'x', 1), ('50_ off', 'x', 1), ('a b', 'x', 1)`;
     t.equal((await json('/v1/products?name[prefix]=50%25')).body.size, 1);
     t.equal((await json('/v1/products?name[prefix]=50_')).body.size, 1);
     t.equal((await json('/v1/products?name=a+b')).body.size, 1);
@@ -180,7 +180,7 @@ t.test('offset and page chunks', async (t) => {
       }
       const column = { name: 'name', priceCents: 'price_cents', createdAt: 'created_at', id: 'id' }[sort.replace('-', '')]!;
       const dir = sort.startsWith('-') ? 'desc' : 'asc';
-      const rows = await database.sql.unsafe(`select id from products order by ${column} ${dir}, id ${dir} limit 100`);
+      const rows = await database.sql.unsafe(`select id from demo.products order by ${column} ${dir}, id ${dir} limit 100`);
       t.same(
         body.products.map((p: any) => p.id),
         rows.map((r) => Number(r.id)),

@@ -2,10 +2,10 @@
 // arithmetic case by case; a 400 costs 1, a chunk what the handler serves.
 import fc from 'fast-check';
 import t from 'tap';
-import { products } from '../../db/schema.ts';
+import { demoRegistry } from '../../demo/collections.ts';
+import { products } from '../../demo/schema.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { parseQueryString } from '../../lib/pagination/params.ts';
 import { requestCost } from '../../lib/pagination/price.ts';
 import { type Collection, type CollectionDeclaration, defineCollection } from '../../lib/pagination/registry.ts';

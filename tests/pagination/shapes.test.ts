@@ -3,8 +3,8 @@
 import { bigint, pgTable, timestamp } from 'drizzle-orm/pg-core';
 import t, { type Test } from 'tap';
 import { type Database, openDatabase } from '../../db/client.ts';
-import { seedTable } from '../../db/seed.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { demoRegistry } from '../../demo/collections.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { createRegistry, defineCollection, type Registry } from '../../lib/pagination/registry.ts';
 import { Lru, NAMED_SHAPES, SHAPE_CACHE_SIZE } from '../../lib/pagination/shapes.ts';
 import { buildApp } from '../../lib/service/app.ts';
@@ -141,7 +141,7 @@ t.test('count=estimated: one prepared EXPLAIN per filter shape, planned for its 
 t.test('in lists: quotes, backslashes, braces, commas-in-braces and NULL are values, matched exactly', async (t) => {
   const { database, get } = await oneConnectionApp(t);
   const odd = ['NULL', 'a"b', 'c\\d', '{e} f', 'g h', "it's"];
-  for (const status of odd) await database.sql`insert into orders (customer_id, status, total_cents) values (424242, ${status}, 1)`;
+  for (const status of odd) await database.sql`insert into demo.orders (customer_id, status, total_cents) values (424242, ${status}, 1)`;
   const { status, body } = await get(`/v1/orders?customerId=424242&status[in]=${encodeURIComponent(odd.join(','))}&page-size=20`);
   t.equal(status, 200);
   t.same(body.orders.map((order: { status: string }) => order.status).sort(), [...odd].sort());

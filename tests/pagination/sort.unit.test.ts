@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import fc from 'fast-check';
 import t from 'tap';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
+import { demoRegistry } from '../../demo/collections.ts';
 import type { SortKey } from '../../lib/pagination/registry.ts';
 import { orderBy, parseSort, sortParam, withTieBreaker } from '../../lib/pagination/sort.ts';
 import { invalidParameter, problemOf } from '../helpers/problem.ts';

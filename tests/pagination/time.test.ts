@@ -24,7 +24,7 @@ async function follow(app: TestApp, path: string, rel: 'next' | 'prev', limit = 
 }
 
 async function thousandTies(app: TestApp): Promise<number[]> {
-  const rows = await app.database.sql`insert into events (type, source, occurred_at)
+  const rows = await app.database.sql`insert into demo.events (type, source, occurred_at)
     select 'login', 'web', ${T}::timestamptz from generate_series(1, 1000) returning id`;
   return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
 }
@@ -99,7 +99,7 @@ t.test('poll: the newest chunk links to where new items will appear; an empty po
   );
 
   // New items: one on the very same timestamp (a larger id), two later; one older, behind the position.
-  const added = await app.database.sql`insert into events (type, source, occurred_at) values
+  const added = await app.database.sql`insert into demo.events (type, source, occurred_at) values
     ('login', 'web', ${T}::timestamptz), ('login', 'web', '2026-03-01T12:00:00.500001Z'),
     ('login', 'web', '2026-03-02T00:00:00Z'), ('login', 'web', '2026-03-01T11:00:00Z') returning id`;
   const fresh = await app.json(poll);
@@ -116,7 +116,7 @@ t.test('poll: the newest chunk links to where new items will appear; an empty po
   t.same(future.body.events, []);
   t.notOk(future.body._links.next);
   t.ok(future.body._links.poll, 'an after chunk that is empty now still links to where new items will appear');
-  await app.database.sql`insert into events (type, source, occurred_at) values ('signup', 'api', '2030-01-01T00:00:00.000001Z')`;
+  await app.database.sql`insert into demo.events (type, source, occurred_at) values ('signup', 'api', '2030-01-01T00:00:00.000001Z')`;
   const arrived = await app.json(pathOf(future.body._links.poll.href));
   t.same(
     arrived.body.events.map((e: { occurredAt: string }) => e.occurredAt),
@@ -127,7 +127,8 @@ t.test('poll: the newest chunk links to where new items will appear; an empty po
 t.test('microseconds survive end to end', async (t) => {
   const app = await testApp(t);
   const stamps = ['2026-05-05T05:05:05.000001Z', '2026-05-05T05:05:05.000002Z', '2026-05-05T05:05:05.000003Z'];
-  for (const s of stamps) await app.database.sql`insert into events (type, source, occurred_at) values ('login', 'web', ${s}::timestamptz)`;
+  for (const s of stamps)
+    await app.database.sql`insert into demo.events (type, source, occurred_at) values ('login', 'web', ${s}::timestamptz)`;
   const at = async (path: string) => (await app.json(path)).body.events.map((e: { occurredAt: string }) => e.occurredAt);
   t.same(await at('/v1/events'), [...stamps].reverse());
   t.same(await at(`/v1/events?after=${stamps[0]}`), stamps.slice(1));

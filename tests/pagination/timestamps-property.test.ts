@@ -4,10 +4,10 @@ import { drizzle } from 'drizzle-orm/postgres-js';
 import fc from 'fast-check';
 import postgres from 'postgres';
 import t from 'tap';
-import { products } from '../../db/schema.ts';
 import { formatEpoch } from '../../db/timestamps.ts';
+import { demoRegistry } from '../../demo/collections.ts';
+import { products } from '../../demo/schema.ts';
 import { ApiError } from '../../lib/http/errors.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { keyLiteral } from '../../lib/pagination/keyset.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { parseTimestamp } from '../../lib/pagination/timestamps.ts';
@@ -152,9 +152,9 @@ t.test('through the real service: before, after and a timestamp filter are a 200
   });
   const api = await testApp(t, { registry: createRegistry([...demoRegistry().values(), stamped]) });
   await api.database
-    .sql`insert into events (type, source, occurred_at) values ('login', 'web', '2025-01-01T00:00:00Z'), ('login', 'web', '0001-01-01T00:00:00Z')`;
+    .sql`insert into demo.events (type, source, occurred_at) values ('login', 'web', '2025-01-01T00:00:00Z'), ('login', 'web', '0001-01-01T00:00:00Z')`;
   await api.database
-    .sql`insert into products (name, category, price_cents, created_at) values ('a', 'books', 1, '9999-12-31T23:59:59.999999Z')`;
+    .sql`insert into demo.products (name, category, price_cents, created_at) values ('a', 'books', 1, '9999-12-31T23:59:59.999999Z')`;
   const params = ['before', 'after', 'createdAt', 'createdAt[lt]', 'createdAt[gte]', 'createdAt[in]'];
   await fc.assert(
     fc.asyncProperty(parts, fc.constantFrom(...params), async (p, param) => {

@@ -1,8 +1,8 @@
 // Choosing the variant, without a database: the table of parameters walked for every demo collection.
 import t from 'tap';
-import { products } from '../../db/schema.ts';
+import { demoRegistry } from '../../demo/collections.ts';
+import { products } from '../../demo/schema.ts';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { type Collection, defineCollection, type VariantName } from '../../lib/pagination/registry.ts';
 import { readQuery } from '../../lib/pagination/serve.ts';
 import { checkParamsTaken, POSITION_PARAMS, takes, variantParams } from '../../lib/pagination/variant-params.ts';

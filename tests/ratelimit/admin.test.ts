@@ -147,16 +147,16 @@ t.test('odd input is a 400 naming the field: NUL bytes, inherited field names, s
     t.equal(problem.code, 'invalid_parameter');
     t.same(problem.invalid_params.map((p: { name: string }) => p.name).sort(), [...names].sort(), `${label} names ${names}`);
   }
-  const [tiers] = await api.database.sql`select count(*)::int as n from rate_tiers where name = 'team'`;
+  const [tiers] = await api.database.sql`select count(*)::int as n from paginated_collections.rate_tiers where name = 'team'`;
   t.equal(tiers!.n, 0, 'no refused body created a tier');
-  const [key] = await api.database.sql`select tier from api_keys where id = ${issued.id}`;
+  const [key] = await api.database.sql`select tier from paginated_collections.api_keys where id = ${issued.id}`;
   t.equal(key!.tier, 'free', 'no refused body moved the key');
 });
 
 t.test('a key printed by the operator API has createdAt in RFC 3339 UTC with six fractional digits', async (t) => {
   const api = await testApp(t, { rateLimit: true });
   const issued = await (await api.request('/v1/keys', { method: 'POST', body: '{"name": "ci"}' })).json();
-  await api.database.sql`update api_keys set created_at = '2026-11-21 10:00:00.1234+02' where id = ${issued.id}`;
+  await api.database.sql`update paginated_collections.api_keys set created_at = '2026-11-21 10:00:00.1234+02' where id = ${issued.id}`;
   const moved = await (await admin(api, 'PATCH', `/admin/keys/${issued.id}`, { tier: 'pro' })).json();
   t.same(moved, { id: issued.id, prefix: issued.key.slice(0, 10), name: 'ci', tier: 'pro', createdAt: '2026-11-21T08:00:00.123400Z' });
 });

@@ -39,7 +39,7 @@ async function holdLock(
 /** Holds the row of `subject` locked, so that a statement deciding for it stays in flight. */
 const lockRow = (t: { teardown(fn: () => unknown): void }, url: string, subject: string) =>
   holdLock(t, url, async (sql) => {
-    const [row] = await sql`select subject from rate_windows where subject = ${subject} for update`;
+    const [row] = await sql`select subject from paginated_collections.rate_windows where subject = ${subject} for update`;
     if (row === undefined) throw new Error(`${subject} has no row to lock`);
   });
 
@@ -47,7 +47,7 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
   const api = await testApp(t, { rateLimit: true });
   await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 2 });
   // Hold the products table so that admitted requests stay in flight.
-  const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
+  const products = await holdLock(t, api.database.url, (sql) => sql`lock table demo.products in access exclusive mode`);
 
   const inFlight = [1, 2].map(() => api.request('/v1/products?count=none'));
   // Wait until both hold a lease (they are then blocked on the lock).
@@ -74,7 +74,7 @@ t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases re
 t.test('with every pool connection busy on slow data queries, the limiter still answers and declines', async (t) => {
   const api = await testApp(t, { rateLimit: true }); // the test pool has 4 connections
   await setTier(api.database.sql, 'anonymous', { allowance: 6, windowSeconds: 60, concurrency: 20 });
-  const products = await holdLock(t, api.database.url, (sql) => sql`lock table products in access exclusive mode`);
+  const products = await holdLock(t, api.database.url, (sql) => sql`lock table demo.products in access exclusive mode`);
 
   // Six admitted requests: four block on the lock, holding every pool connection; two queue for one. Six
   // chunks (requests for the same chunk at the same time share one statement), each of cost 1.
@@ -306,7 +306,7 @@ t.test('batches from many instances lock in one order: no deadlock, nothing lost
       }
     }),
   );
-  const [row] = await api.database.sql`select sum(used)::int as units, count(*)::int as subjects from rate_windows`;
+  const [row] = await api.database.sql`select sum(used)::int as units, count(*)::int as subjects from paginated_collections.rate_windows`;
   t.same(row, { units: 8 * 5 * 30, subjects: 30 }, 'every request charged exactly once');
   t.equal(await liveLeases(api.database.sql), 0, 'every lease released');
 });
@@ -323,7 +323,7 @@ t.test('an answer that came while the process was held up past the timeout is us
   // The row's lock ends on the database's own timer, 400 ms after it was taken, with no help from this process.
   const row = await holdLock(t, api.database.url, async (sql) => {
     await sql`set idle_in_transaction_session_timeout = 400`;
-    await sql`select subject from rate_windows where subject = 'ip:192.0.2.1' for update`;
+    await sql`select subject from paginated_collections.rate_windows where subject = 'ip:192.0.2.1' for update`;
   });
   t.teardown(() => row.sql.release());
   const response = api.request('/v1');

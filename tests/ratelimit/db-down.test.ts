@@ -7,7 +7,8 @@ import postgres from 'postgres';
 import t from 'tap';
 import { startEmbedded } from '../../db/embedded.ts';
 import { runMigrations } from '../../db/migrate.ts';
-import { seedTable } from '../../db/seed.ts';
+import { migrateDemo } from '../../demo/migrate.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';
@@ -25,11 +26,12 @@ t.test('503 while the database is away, served again when it is back', async (t)
   let pg = await startEmbedded({ dataDir, port: pgPort });
   t.teardown(() => pg.stop());
   await runMigrations(pg.url);
+  await migrateDemo(pg.url);
   const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
   await seedTable(sql, 'products', 100);
   await seedTable(sql, 'orders', 10);
   await seedTable(sql, 'events', 10);
-  await sql`update rate_tiers set allowance = 1000000, concurrency = 1000 where name = 'anonymous'`;
+  await sql`update paginated_collections.rate_tiers set allowance = 1000000, concurrency = 1000 where name = 'anonymous'`;
   await sql.end();
 
   const server = await startServer(t, appPort, { DATABASE_URL: pg.url });

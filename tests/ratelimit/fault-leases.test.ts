@@ -17,7 +17,7 @@ t.test('a client at its cap when the database went away is served right after it
   const lock = await database.sql.reserve();
   t.teardown(() => lock.release());
   await lock`begin`;
-  await lock`lock table products in access exclusive mode`;
+  await lock`lock table demo.products in access exclusive mode`;
   const holding = [sample(server.url, '/v1/products?count=none'), sample(server.url, '/v1/products?count=none&offset=1')];
   await lockWaiters(database.sql, database.name, 2);
   t.equal((await sample(server.url, '/v1')).status, 429, 'the client is at its cap');

@@ -8,7 +8,7 @@ import { setTier } from '../helpers/limiter.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';
 
 async function rows(sql: postgres.Sql): Promise<number> {
-  const [row] = await sql`select count(*)::int as n from rate_windows`;
+  const [row] = await sql`select count(*)::int as n from paginated_collections.rate_windows`;
   return row!.n;
 }
 
@@ -44,7 +44,7 @@ t.test('a row that a batch holds is skipped, not waited for', async (t) => {
   const other = postgres(api.database.url, { max: 1, onnotice: () => {} });
   t.teardown(() => other.end({ timeout: 1 }));
   await other.begin(async (tx) => {
-    await tx`select 1 from rate_windows where subject = 'ip:198.51.100.1' for no key update`;
+    await tx`select 1 from paginated_collections.rate_windows where subject = 'ip:198.51.100.1' for no key update`;
     t.equal(await housekeep(api.database.sql, 200), 1, 'the other row goes at once');
   });
   t.equal(await housekeep(api.database.sql, 200), 1, 'the held one goes the next time');

@@ -1,6 +1,6 @@
 // Who is counted: keys, unknown/revoked/malformed keys, addresses, IPv6 prefixes, X-Forwarded-For; and the cost rule.
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import type { TrustProxy } from '../../lib/http/forwarding.ts';
 import { addressSubject, clientSubject, parseAuthorization } from '../../lib/ratelimit/identity.ts';
 import { ADMIN_TOKEN, type TestApp, testApp } from '../helpers/app.ts';
@@ -169,7 +169,7 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
   t.equal((await proxied.request('/v1', viaProxy('2001:db8:5:6:ffff::3'))).status, 429, 'the same /64 through either proxy');
 
   // A malformed entry from a trusted proxy: a 400 naming the header, charged to nobody.
-  const before = await proxied.database.sql`select subject, used from rate_windows order by subject`;
+  const before = await proxied.database.sql`select subject, used from paginated_collections.rate_windows order by subject`;
   for (const junk of ['not-an-ip', '198.51.100.9, 300.1.1.1', '198.51.100.9:4711', 'unknown']) {
     const res = await proxied.request('/v1', viaProxy(junk));
     t.equal(res.status, 400, junk);
@@ -178,7 +178,11 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
     t.equal(problem.code, 'invalid_parameter');
     t.equal(problem.invalid_params[0].name, 'X-Forwarded-For');
   }
-  t.same(await proxied.database.sql`select subject, used from rate_windows order by subject`, before, 'no row of rate_windows changed');
+  t.same(
+    await proxied.database.sql`select subject, used from paginated_collections.rate_windows order by subject`,
+    before,
+    'no row of rate_windows changed',
+  );
   t.notOk((await chargedSubjects(proxied)).includes('ip:10.0.0.1'), 'the proxy address has no bucket');
 
   const hops = await testApp(t, { env: { TRUST_PROXY: '2' }, rateLimit: true });
@@ -194,14 +198,14 @@ t.test('X-Forwarded-For counts only from the proxies TRUST_PROXY names', async (
 
 /** The subjects that have a rate window: who has been charged. */
 async function chargedSubjects(api: TestApp): Promise<string[]> {
-  const rows = await api.database.sql`select subject from rate_windows order by subject`;
+  const rows = await api.database.sql`select subject from paginated_collections.rate_windows order by subject`;
   return rows.map((row) => row.subject as string);
 }
 
 t.test('over a real socket: forwarded headers count from a trusted peer only, for the limit and for links', async (t) => {
   const db = await testDatabase(t);
   await seedTable(db.sql, 'products', 5);
-  await db.sql`update rate_tiers set allowance = 2 where name = 'anonymous'`;
+  await db.sql`update paginated_collections.rate_tiers set allowance = 2 where name = 'anonymous'`;
   const forwarded = { 'x-forwarded-for': '198.51.100.77', 'x-forwarded-host': 'public.example', 'x-forwarded-proto': 'https' };
   const other = await startServer(t, await freePort(), { DATABASE_URL: db.url, TRUST_PROXY: '10.9.9.9' });
   const statuses = [];
@@ -230,7 +234,7 @@ t.test('over a real socket: forwarded headers count from a trusted peer only, fo
   const junk = await fetch(`${trusted.url}/v1/products?limit=1&count=none`, { headers: { 'x-forwarded-for': 'junk' } });
   t.equal(junk.status, 400);
   t.equal((await junk.json()).invalid_params[0].name, 'X-Forwarded-For');
-  const rows = await db.sql`select subject, used from rate_windows order by subject`;
+  const rows = await db.sql`select subject, used from paginated_collections.rate_windows order by subject`;
   t.same(
     rows.map((row) => [row.subject, Number(row.used)]),
     [

@@ -2,7 +2,7 @@
 // limit hold exactly for clients hammering all three, and /admin changes apply at the next request.
 import postgres from 'postgres';
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { hashKey } from '../../lib/ratelimit/identity.ts';
 import { generateKey } from '../../lib/ratelimit/keys.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
@@ -61,15 +61,15 @@ t.test('three instances, one database', async (t) => {
     t.equal(result.count(201), 5, `${result.count(201)} keys issued`);
     t.equal(result.count(429), 123);
     t.same(new Set(result.codes), new Set(['Request_limit_exceeded']), 'every other one declined by the allowance');
-    const [row] = await db.sql`select count(*)::int as n from api_keys`;
+    const [row] = await db.sql`select count(*)::int as n from paginated_collections.api_keys`;
     t.equal(row!.n, 5);
   });
 
-  const [issued] = await db.sql`select id from api_keys limit 1`;
+  const [issued] = await db.sql`select id from paginated_collections.api_keys limit 1`;
   // A key on a tier of its own, with a fresh window.
   const key = generateKey();
-  await db.sql`insert into rate_tiers values ('hammer', 100, 60, 1000)`;
-  await db.sql`insert into api_keys (id, key_hash, prefix, tier) values ('key_hammer', ${hashKey(key)}, 'pck_', 'hammer')`;
+  await db.sql`insert into paginated_collections.rate_tiers values ('hammer', 100, 60, 1000)`;
+  await db.sql`insert into paginated_collections.api_keys (id, key_hash, prefix, tier) values ('key_hammer', ${hashKey(key)}, 'pck_', 'hammer')`;
   const bearer = { headers: { authorization: `Bearer ${key}` } };
 
   await t.test('64 clients hammer one key through all three: exactly the allowance is served', async (t) => {
@@ -81,13 +81,13 @@ t.test('three instances, one database', async (t) => {
   });
 
   await t.test('the concurrency cap holds across instances: exactly the cap is in flight', async (t) => {
-    await db.sql`insert into rate_tiers values ('capped', 100000, 60, 5)`;
-    await db.sql`update api_keys set tier = 'capped' where id = 'key_hammer'`;
+    await db.sql`insert into paginated_collections.rate_tiers values ('capped', 100000, 60, 5)`;
+    await db.sql`update paginated_collections.api_keys set tier = 'capped' where id = 'key_hammer'`;
     const locker = postgres(db.url, { max: 1, onnotice: () => {} });
     t.teardown(() => locker.end({ timeout: 1 }));
     const reserved = await locker.reserve();
     await reserved`begin`;
-    await reserved`lock table products in access exclusive mode`;
+    await reserved`lock table demo.products in access exclusive mode`;
     // 64 requests at once; the admitted ones stay in flight on the locked table.
     const pending = Array.from({ length: CLIENTS }, (_, i) =>
       fetch(`${servers[i % 3]!.url}/v1/products?count=none`, bearer).then(async (res) => {

@@ -10,7 +10,7 @@ t.test('a key is issued once, stored only as a hash, and names its client from t
   t.equal(res.status, 201);
   const body = await res.json();
   t.match(body, { id: /^key_[A-Za-z0-9_-]{12}$/, key: /^pck_[A-Za-z0-9_-]{32}$/, tier: 'free', name: 'ci' });
-  const rows = await api.database.sql`select * from api_keys`;
+  const rows = await api.database.sql`select * from paginated_collections.api_keys`;
   t.equal(rows.length, 1);
   t.notOk(JSON.stringify(rows).includes(body.key.slice(4)), 'the key itself is not stored');
   t.same(Buffer.from(rows[0]!.key_hash), createHash('sha256').update(body.key).digest());
@@ -43,7 +43,7 @@ t.test('registrations: 5 per address per hour, with the registration tier in the
   t.equal((await api.request('/v1/keys', { method: 'POST', address: '198.51.100.8' })).status, 201, 'another address');
   const anon = await api.request('/v1', { address: '198.51.100.7' });
   t.equal(limits(anon).remaining, 59, 'registrations do not draw on the anonymous allowance');
-  const [row] = await api.database.sql`select count(*)::int as n from api_keys`;
+  const [row] = await api.database.sql`select count(*)::int as n from paginated_collections.api_keys`;
   t.equal(row!.n, 6, 'the declined registration stored nothing');
 
   api.clock = retryAfter!;
@@ -87,7 +87,7 @@ t.test('a body with an inherited or unknown field name, or a control character i
     t.equal(problem.code, 'invalid_parameter');
     t.same(problem.invalid_params.map((p: { name: string }) => p.name).sort(), [...names].sort(), `${body} names ${names}`);
   }
-  const [keys] = await api.database.sql`select count(*)::int as n from api_keys`;
+  const [keys] = await api.database.sql`select count(*)::int as n from paginated_collections.api_keys`;
   t.equal(keys!.n, 0, 'no key was issued');
   t.equal((await api.request('/v1/keys', { method: 'POST', body: '  ' })).status, 201, 'an empty body is no name');
 });

@@ -74,7 +74,7 @@ t.test('the cap counts exactly the leases in flight, through releases, expiries 
         const sent = [...ending, ...repeated];
         await frozen`select set_config('test.now', ${String(now)}, false)`;
         const answers = await frozen.unsafe(
-          `select * from rate_decide($1::text[], $2::text[], $3::text[], $4::int[], $5::float8[], ${TTL}, $6::text[], $7::int[], $8::bigint[]) order by idx`,
+          `select * from paginated_collections.rate_decide($1::text[], $2::text[], $3::text[], $4::int[], $5::float8[], ${TTL}, $6::text[], $7::int[], $8::bigint[]) order by idx`,
           [
             literal(decisions.map(() => null)),
             literal(decisions.map(() => subject)),
@@ -119,7 +119,8 @@ t.test('the cap counts exactly the leases in flight, through releases, expiries 
         });
       }
       // A subject never has more slots than it ever had leases at once: slots are reused.
-      const [row] = await sql`select cardinality(lease_expires) as slots from rate_windows where subject = ${subject}`;
+      const [row] =
+        await sql`select cardinality(lease_expires) as slots from paginated_collections.rate_windows where subject = ${subject}`;
       if (row !== undefined && (row.slots as number) > CAP) throw new Error(`${row.slots} slots for a cap of ${CAP}`);
     }),
     { numRuns: 60, interruptAfterTimeLimit: 60_000, includeErrorInReport: true },

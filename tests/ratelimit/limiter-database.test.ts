@@ -3,8 +3,8 @@
 // tiers changed through /admin seen by all, every row where it belongs, each database's outage a 503.
 import postgres from 'postgres';
 import t from 'tap';
-import { runMigrations } from '../../db/migrate.ts';
-import { seedTable } from '../../db/seed.ts';
+import { migrateDemo } from '../../demo/migrate.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { startCluster } from '../helpers/cluster.ts';
 import { freePort } from '../helpers/processes.ts';
@@ -13,7 +13,7 @@ import { sleep, waitFor } from '../helpers/wait.ts';
 
 const data = await startCluster(t);
 const limiterDb = await startCluster(t);
-await runMigrations(data.url(), { functions: false });
+await migrateDemo(data.url());
 const seed = postgres(data.url(), { max: 1, onnotice: () => {} });
 await seedTable(seed, 'products', 100);
 await seedTable(seed, 'orders', 10);
@@ -71,29 +71,40 @@ t.test('keys and tiers are written to the limiter database, and every instance d
   const more = await blast('/v1/orders', 30, 12, { authorization: `Bearer ${key}` });
   t.equal(count(more, 200), 5, 'five more, once the tier allows 25');
 
-  const [window] = await onLimiter`select used from rate_windows where subject = ${`key:${keyId}`}`;
+  const [window] = await onLimiter`select used from paginated_collections.rate_windows where subject = ${`key:${keyId}`}`;
   t.equal(Number(window?.used), 25, 'the window on the limiter database holds exactly what was served');
 });
 
-t.test('each row is on its own database', async (t) => {
-  const where = async (query: (sql: postgres.Sql) => Promise<postgres.RowList<postgres.Row[]>>) => [
-    Number((await query(onData))[0]!.n),
-    Number((await query(onLimiter))[0]!.n),
-  ];
-  t.same(await where((sql) => sql`select count(*) as n from api_keys where id = ${keyId}`), [0, 1], 'the key: limiter');
-  t.same(await where((sql) => sql`select count(*) as n from rate_tiers where name = 'tiny'`), [0, 1], 'the tier: limiter');
-  const subjects = async (sql: postgres.Sql) => (await sql`select subject from rate_windows order by subject`).map((row) => row.subject);
-  t.same(await subjects(onData), [], 'no window on the data database');
-  t.same(await subjects(onLimiter), [`key:${keyId}`, 'reg:127.0.0.1'], 'the windows: limiter');
-  t.same(await where((sql) => sql`select count(*) as n from settings where name = 'cursor_secret'`), [1, 0], 'the cursor secret: data');
-  t.same(await where((sql) => sql`select count(*) as n from products`), [100, 0], 'the collections: data');
+t.test("the service's whole state is on the limiter database, the data database holds only what is served", async (t) => {
+  const schemas = async (sql: postgres.Sql) =>
+    (await sql`select nspname from pg_namespace where nspname in ('paginated_collections', 'drizzle', 'demo') order by 1`).map(
+      (row) => row.nspname,
+    );
+  t.same(await schemas(onData), ['demo'], "the data database: the demo's schema, nothing of the service's");
+  t.same(await schemas(onLimiter), ['paginated_collections'], "the limiter database: the service's schema, no demo");
+  const count = async (sql: postgres.Sql, query: string) => Number((await sql.unsafe(query))[0]!.n);
+  t.equal(await count(onLimiter, `select count(*) as n from paginated_collections.api_keys where id = '${keyId}'`), 1, 'the key');
+  t.equal(await count(onLimiter, `select count(*) as n from paginated_collections.rate_tiers where name = 'tiny'`), 1, 'the tier');
   t.same(
-    await where(
-      (sql) => sql`select count(*) as n from pg_proc where proname in ('rate_decide', 'rate_release', 'rate_refund', 'rate_housekeep')`,
-    ),
-    [0, 4],
-    'the functions: limiter only',
+    (await onLimiter`select subject from paginated_collections.rate_windows order by subject`).map((row) => row.subject),
+    [`key:${keyId}`, 'reg:127.0.0.1'],
+    'the windows',
   );
+  t.equal(
+    await count(onLimiter, `select count(*) as n from paginated_collections.settings where name = 'cursor_secret'`),
+    1,
+    'the cursor secret',
+  );
+  t.equal(await count(onData, 'select count(*) as n from demo.products'), 100, 'the collections: data');
+  t.equal(
+    await count(
+      onLimiter,
+      `select count(*) as n from pg_proc where proname in ('rate_decide', 'rate_release', 'rate_refund', 'rate_housekeep')`,
+    ),
+    4,
+    'the functions',
+  );
+  t.equal(await count(onData, `select count(*) as n from pg_proc where proname like 'rate\\_%'`), 0, 'no function on the data database');
 });
 
 t.test('a revoked key is refused by every instance at once', async (t) => {

@@ -38,8 +38,8 @@ const holdings = () =>
   Promise.all(
     limiters.map(async (sql) =>
       JSON.stringify([
-        await sql`select * from rate_tiers order by name`,
-        await sql`select id, encode(key_hash, 'hex') as hash, prefix, name, tier, created_at, revoked_at from api_keys order by id`,
+        await sql`select * from paginated_collections.rate_tiers order by name`,
+        await sql`select id, encode(key_hash, 'hex') as hash, prefix, name, tier, created_at, revoked_at from paginated_collections.api_keys order by id`,
       ]),
     ),
   );
@@ -85,13 +85,13 @@ t.test('concurrent changes through both instances all answer in time, and every 
 t.test('keys and tiers read the same through either instance when the databases differ', async (t) => {
   // A change half made (a database lost in its very commit) leaves the databases apart until the next
   // start-up: each instance must still read the one source, not its own first URL.
-  await limiters[0]!`update rate_tiers set allowance = 7 where name = 'alpha'`;
-  await limiters[1]!`update rate_tiers set allowance = 9 where name = 'alpha'`;
+  await limiters[0]!`update paginated_collections.rate_tiers set allowance = 7 where name = 'alpha'`;
+  await limiters[1]!`update paginated_collections.rate_tiers set allowance = 9 where name = 'alpha'`;
   const tiers = await Promise.all([admin(0, 'GET', '/tiers'), admin(1, 'GET', '/tiers')]);
   t.equal(tiers[1].text, tiers[0].text, 'GET /admin/tiers answers the same through both');
 
   const id = keyIds[0]!;
-  await limiters[0]!`update api_keys set revoked_at = clock_timestamp() where id = ${id}`;
+  await limiters[0]!`update paginated_collections.api_keys set revoked_at = clock_timestamp() where id = ${id}`;
   const through0 = await admin(0, 'PATCH', `/keys/${id}`, { tier: 'beta' });
   const through1 = await admin(1, 'PATCH', `/keys/${id}`, { tier: 'beta' });
   t.equal(through1.status, through0.status, 'a key revoked on one database only: either instance answers the same about it');

@@ -6,7 +6,7 @@ import postgres from 'postgres';
 import t from 'tap';
 import { databaseIdentity } from '../../db/identity.ts';
 import { runMigrations } from '../../db/migrate.ts';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { hashKey } from '../../lib/ratelimit/identity.ts';
 import { routingKeyOf, shardOf } from '../../lib/ratelimit/shards.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
@@ -28,7 +28,7 @@ await seedTable(data.sql, 'events', 10);
 
 // A key the third database holds and the first does not (a change half made): start-up removes it.
 await runMigrations(urls[2]!);
-await limiters[2]!`insert into api_keys (id, key_hash, prefix, tier) values ('key_stray', '\\x00', 'pck_stray', 'free')`;
+await limiters[2]!`insert into paginated_collections.api_keys (id, key_hash, prefix, tier) values ('key_stray', '\\x00', 'pck_stray', 'free')`;
 
 const env = { DATABASE_URL: data.url, LIMITER_DATABASE_URL: urls.join(','), ADMIN_TOKEN, TRUST_PROXY: 'loopback' };
 const servers: ServerProcess[] = [];
@@ -67,7 +67,7 @@ const exactKeys: { key: string; id: string }[] = [];
 const roomyKeys: { key: string; id: string }[] = [];
 
 t.test("start-up made every limiter database hold the first one's keys and tiers", async (t) => {
-  const [stray] = await limiters[2]!`select count(*)::int as n from api_keys where id = 'key_stray'`;
+  const [stray] = await limiters[2]!`select count(*)::int as n from paginated_collections.api_keys where id = 'key_stray'`;
   t.equal(stray?.n, 0, 'the stray key is gone');
 });
 
@@ -92,8 +92,8 @@ t.test('keys and tiers reach every limiter database; each subject is exact on it
   const copies = await Promise.all(
     limiters.map(async (sql) =>
       JSON.stringify([
-        await sql`select * from rate_tiers order by name`,
-        await sql`select id, encode(key_hash, 'hex'), tier, revoked_at from api_keys order by id`,
+        await sql`select * from paginated_collections.rate_tiers order by name`,
+        await sql`select id, encode(key_hash, 'hex'), tier, revoked_at from paginated_collections.api_keys order by id`,
       ]),
     ),
   );
@@ -113,7 +113,7 @@ t.test('keys and tiers reach every limiter database; each subject is exact on it
     );
     const subject = `key:${exactKeys[k]!.id}`;
     const used = await Promise.all(
-      limiters.map(async (sql) => (await sql`select used from rate_windows where subject = ${subject}`)[0]?.used),
+      limiters.map(async (sql) => (await sql`select used from paginated_collections.rate_windows where subject = ${subject}`)[0]?.used),
     );
     t.same(
       used.map((units) => (units === undefined ? null : Number(units))),
@@ -134,7 +134,9 @@ t.test('an address sending unknown keys is counted on its own database, whicheve
   );
   t.equal(statuses.filter((s) => s === 401).length, 10, 'exactly the allowance answered 401');
   t.equal(statuses.filter((s) => s === 429).length, 20, 'the rest 429');
-  const [row] = await limiters[shardOfAddress(address)]!`select used from rate_windows where subject = ${`ip:${address}`}`;
+  const [row] = await limiters[
+    shardOfAddress(address)
+  ]!`select used from paginated_collections.rate_windows where subject = ${`ip:${address}`}`;
   t.equal(Number(row?.used), 10, "the window on the address's own database holds the 10");
 });
 
@@ -171,17 +173,21 @@ t.test('one limiter database away: only its subjects are 503; an operator change
   }
   t.equal((await fetch(`${servers[0]!.url}/readyz`)).status, 200, '/readyz: ready while any limiter database answers');
 
-  const before = await Promise.all([0, 2].map(async (i) => (await limiters[i]!`select count(*)::int as n from api_keys`)[0]!.n));
+  const before = await Promise.all(
+    [0, 2].map(async (i) => (await limiters[i]!`select count(*)::int as n from paginated_collections.api_keys`)[0]!.n),
+  );
   const change = await admin('PUT', '/tiers/tiny', { limit: 16, windowSeconds: 3600, concurrency: 1000 });
   t.equal(change.status, 503, 'a tier change: 503');
   t.equal(change.headers.get('retry-after'), '1');
   const issue = await fetch(`${servers[1]!.url}/v1/keys`, { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.7' } });
   t.equal(issue.status, 503, 'issuing a key: 503');
   for (const i of [0, 2]) {
-    const [tier] = await limiters[i]!`select allowance from rate_tiers where name = 'tiny'`;
+    const [tier] = await limiters[i]!`select allowance from paginated_collections.rate_tiers where name = 'tiny'`;
     t.equal(tier?.allowance, 15, `database ${i}: the tier unchanged`);
   }
-  const after = await Promise.all([0, 2].map(async (i) => (await limiters[i]!`select count(*)::int as n from api_keys`)[0]!.n));
+  const after = await Promise.all(
+    [0, 2].map(async (i) => (await limiters[i]!`select count(*)::int as n from paginated_collections.api_keys`)[0]!.n),
+  );
   t.same(after, before, 'no key issued anywhere');
 
   const since = performance.now();

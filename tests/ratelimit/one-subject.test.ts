@@ -45,7 +45,7 @@ t.test('a batch of one subject is decided as the general path decides it', async
       const client = async (name: string) => {
         const hash = hashKey(`pck_${name}_${run}`);
         if (kind === 'key')
-          await sql`insert into api_keys (id, key_hash, prefix, tier) values (${`key_${name}_${run}`}, ${hash}, 'pck_', 'same')`;
+          await sql`insert into paginated_collections.api_keys (id, key_hash, prefix, tier) values (${`key_${name}_${run}`}, ${hash}, 'pck_', 'same')`;
         return { keyHash: kind === 'ip' ? undefined : hash, ipSubject: `ip:10.${run >> 8}.${run & 255}.${name === 'fast' ? 1 : 2}` };
       };
       const fast = { ...(await client('fast')), held: [] as Lease[], subject: '' };

@@ -1,8 +1,8 @@
 // The query string is read once: the reading the rate limiter's price was made from is what the collection
 // handler serves or refuses (lib/service/charge.ts, `collectionQuery`); without the limiter the handler reads it.
 import t from 'tap';
+import { demoRegistry } from '../../demo/collections.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
-import { demoRegistry } from '../../lib/pagination/demo-collections.ts';
 import { parseQueryString } from '../../lib/pagination/params.ts';
 import { createRegistry } from '../../lib/pagination/registry.ts';
 import { readQuery, serveCollection } from '../../lib/pagination/serve.ts';

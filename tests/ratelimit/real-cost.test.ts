@@ -3,7 +3,7 @@
 // planner work. Each test reproduces one of the breakages found on main 655dfbc and fails there.
 import postgres from 'postgres';
 import t from 'tap';
-import { products } from '../../db/schema.ts';
+import { products } from '../../demo/schema.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { testApp } from '../helpers/app.ts';
 import { chargedUnits, limits, setTier } from '../helpers/limiter.ts';
@@ -15,11 +15,11 @@ const TRAP = '/v1/products?sort=name&category=books&category[in]=games&count=non
 
 t.test('a 1-unit chunk that reads the whole table is charged for its PostgreSQL time', async (t) => {
   const api = await testApp(t, { seed: { products: 200_000 }, rateLimit: true });
-  await api.database.sql`vacuum analyze products`;
+  await api.database.sql`vacuum analyze demo.products`;
   await setTier(api.database.sql, 'anonymous', { allowance: 100_000, windowSeconds: 60, concurrency: 1 });
   // Run as the service runs it: a prepared statement, whose generic plan (PostgreSQL's choice from the sixth
   // run on) cannot see that the two values contradict each other.
-  const statement = `select id from products where category = $1 and category = any($2) order by name, id limit 21`;
+  const statement = `select id from demo.products where category = $1 and category = any($2) order by name, id limit 21`;
   await api.database.sql.unsafe('set plan_cache_mode = force_generic_plan');
   const [plan] = await api.database.sql.unsafe(`explain (analyze, format json) ${statement}`, ['books', '{games}']);
   const run = (plan!['QUERY PLAN'] as [{ 'Execution Time': number }])[0]['Execution Time'];
@@ -48,7 +48,7 @@ t.test('a statement is cancelled once it used what its client can pay for: a 429
   t.teardown(() => locker.end());
   const reserved = await locker.reserve();
   await reserved`begin`;
-  await reserved`lock table products in access exclusive mode`;
+  await reserved`lock table demo.products in access exclusive mode`;
   const began = performance.now();
   const res = await api.request('/v1/products?count=none');
   const took = performance.now() - began;
@@ -89,14 +89,14 @@ const small = createRegistry([
 
 async function sized(t: { teardown(fn: () => unknown): void }, rows: number, options: { statementTimeoutMs?: number } = {}) {
   const api = await testApp(t, { seed: { products: rows }, registry: small, rateLimit: true, ...options });
-  await api.database.sql`vacuum analyze products`;
+  await api.database.sql`vacuum analyze demo.products`;
   return api;
 }
 
 t.test('count=exact never costs less than count=none, and a settlement never gives back more than was charged', async (t) => {
   const api = await sized(t, 500);
   // Rows deleted since the statistics were taken: the planner still expects 500, the count reads 100.
-  await api.database.sql`delete from products where id > 100`;
+  await api.database.sql`delete from demo.products where id > 100`;
   const chunk = '/v1/products?limit=5&offset=250';
   await setTier(api.database.sql, 'anonymous', { allowance: 30, windowSeconds: 60, concurrency: 4 });
   const none = await api.request(`${chunk}&count=none`, { address: '192.0.2.20' });
@@ -122,7 +122,7 @@ t.test('a debt is kept until paid, however many windows, with true headers', asy
   const api = await sized(t, 500);
   await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
   // A category the statistics have never seen: the planner expects a row or so; 400 rows are counted (20 units).
-  await api.database.sql`update products set category = 'brand-new' where id <= 400`;
+  await api.database.sql`update demo.products set category = 'brand-new' where id <= 400`;
   const counted = await api.request('/v1/products?limit=5&count=exact&category=brand-new');
   t.equal(counted.status, 200);
   t.equal((await counted.json()).size, 400);
@@ -160,7 +160,7 @@ t.test('a client with nothing left is declined without an EXPLAIN, whatever its 
   t.teardown(() => locker.end());
   const reserved = await locker.reserve();
   await reserved`begin`;
-  await reserved`lock table products in access exclusive mode`;
+  await reserved`lock table demo.products in access exclusive mode`;
   const statuses: number[] = [];
   const began = performance.now();
   for (let i = 0; i < 20; i++) {

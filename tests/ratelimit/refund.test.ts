@@ -86,7 +86,7 @@ t.test('rate_decide carries refunds like rate_release: one subject (its fast pat
   const decide = async (subject: string, cost: number, release?: { subject: string; row: Record<string, unknown> }) => {
     const r = release?.row;
     const [row] = await sql.unsafe(
-      `select * from rate_decide('{NULL}', $1::text[], '{anonymous}', $2::int[], '{0}', 30, $3::text[], $4::int[], $5::bigint[], $6::int[], $7::bigint[])`,
+      `select * from paginated_collections.rate_decide('{NULL}', $1::text[], '{anonymous}', $2::int[], '{0}', 30, $3::text[], $4::int[], $5::bigint[], $6::int[], $7::bigint[])`,
       [
         `{${subject}}`,
         `{${cost}}`,
@@ -112,8 +112,9 @@ t.test('rate_decide carries refunds like rate_release: one subject (its fast pat
   await decide(other, 1, { subject: one, row: second });
   t.equal(await chargedUnits(sql, one), 2, 'once');
   // Without the refund arrays (an instance from before them), rate_decide and rate_release work as before.
-  const [old] = await sql`select * from rate_decide('{NULL}', '{ip:192.0.2.22}', '{anonymous}', '{1}', '{0}', 30, '{}', '{}', '{}')`;
+  const [old] =
+    await sql`select * from paginated_collections.rate_decide('{NULL}', '{ip:192.0.2.22}', '{anonymous}', '{1}', '{0}', 30, '{}', '{}', '{}')`;
   t.equal(old!.outcome, 'ok');
-  await sql`select rate_release('{ip:192.0.2.22}'::text[], ${`{${old!.lease_slot}}`}::int[], ${`{${old!.lease_token}}`}::bigint[])`;
+  await sql`select paginated_collections.rate_release('{ip:192.0.2.22}'::text[], ${`{${old!.lease_slot}}`}::int[], ${`{${old!.lease_token}}`}::bigint[])`;
   t.equal(await chargedUnits(sql, 'ip:192.0.2.22'), 1, 'a plain release refunds nothing');
 });

@@ -22,7 +22,7 @@ interface Lease {
 /** `count` decisions for SUBJECT in one statement, leases of `ttl` seconds (0: none), the clock moved by `ahead`. */
 async function decideLeases(sql: Sql, count: number, ttl: number, ahead = 0): Promise<Lease[]> {
   return (await sql`
-    select lease_slot as slot, lease_token as token, reset::int from rate_decide(array_fill(null::text, array[${count}::int]),
+    select lease_slot as slot, lease_token as token, reset::int from paginated_collections.rate_decide(array_fill(null::text, array[${count}::int]),
       array_fill(${SUBJECT}::text, array[${count}::int]), array_fill('anonymous'::text, array[${count}::int]),
       array_fill(1, array[${count}::int]), array_fill(${ahead}::float8, array[${count}::int]), ${ttl}::int,
       '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])
@@ -32,7 +32,7 @@ async function decideLeases(sql: Sql, count: number, ttl: number, ahead = 0): Pr
 /** Releases `leases` in one rate_release, each giving back `refund` units (a 304's) to its decision's bucket. */
 async function releaseLeases(sql: Sql, leases: readonly Lease[], refund = 0): Promise<void> {
   const list = (values: readonly unknown[]) => `{${values.join(',')}}`;
-  await sql`select rate_release(${list(leases.map(() => `"${SUBJECT}"`))}::text[], ${list(leases.map((lease) => lease.slot))}::int[],
+  await sql`select paginated_collections.rate_release(${list(leases.map(() => `"${SUBJECT}"`))}::text[], ${list(leases.map((lease) => lease.slot))}::int[],
     ${list(leases.map((lease) => lease.token))}::bigint[], ${list(leases.map(() => refund))}::int[],
     ${list(leases.map((lease) => lease.reset))}::bigint[])`;
 }
@@ -50,7 +50,7 @@ t.test('a subject with many lease slots keeps its row uncompressed up to 4,000 b
 
   /** `count` decisions for SUBJECT in one statement, each taking a lease of an hour. */
   const decide = (count: number) => sql`
-    select count(*)::int as n from rate_decide(array_fill(null::text, array[${count}::int]),
+    select count(*)::int as n from paginated_collections.rate_decide(array_fill(null::text, array[${count}::int]),
       array_fill(${SUBJECT}::text, array[${count}::int]), array_fill('anonymous'::text, array[${count}::int]),
       array_fill(1, array[${count}::int]), array_fill(0::float8, array[${count}::int]), 3600,
       '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])
@@ -59,7 +59,7 @@ t.test('a subject with many lease slots keeps its row uncompressed up to 4,000 b
     const [row] = await sql`
       select cardinality(lease_tokens) as slots, pg_column_size(w.*) as row_bytes,
              pg_column_size(lease_tokens) as tokens_bytes, pg_column_size(lease_expires) as expires_bytes
-        from rate_windows w where subject = ${SUBJECT}`;
+        from paginated_collections.rate_windows w where subject = ${SUBJECT}`;
     return row as { slots: number; row_bytes: number; tokens_bytes: number; expires_bytes: number };
   };
   // An array of n 8-byte elements, stored as it is: a 24-byte header (no nulls, one dimension) and the elements.
@@ -105,7 +105,7 @@ t.test('a subject with many lease slots keeps its row uncompressed up to 4,000 b
   while (hotOfTen.length < 3 && !hotOfTen.some((hot) => hot >= 8)) {
     const before = await updates();
     for (let i = 0; i < 10; i++)
-      await one`select count(*) from rate_decide('{NULL}'::text[], ${`{"${SUBJECT}"}`}::text[], '{anonymous}'::text[], '{1}'::int[], '{0}'::float8[], 0, '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])`;
+      await one`select count(*) from paginated_collections.rate_decide('{NULL}'::text[], ${`{"${SUBJECT}"}`}::text[], '{anonymous}'::text[], '{1}'::int[], '{0}'::float8[], 0, '{}'::text[], '{}'::int[], '{}'::bigint[], '{}'::int[], '{}'::bigint[])`;
     const after = await waitFor('the ten rewrites to be counted', updates, {
       until: (counts) => counts.all >= before.all + 10,
       timeoutMs: 5_000,
@@ -130,7 +130,7 @@ t.test("released slots at the end of a subject's arrays are dropped when rate_de
     const [row] = await sql`
       select cardinality(lease_tokens) as slots, cardinality(lease_expires) as expiries, lease_seq::int as seq,
              pg_column_size(lease_tokens) as tokens_bytes
-        from rate_windows where subject = ${SUBJECT}`;
+        from paginated_collections.rate_windows where subject = ${SUBJECT}`;
     return row as { slots: number; expiries: number; seq: number; tokens_bytes: number };
   };
 
@@ -180,7 +180,8 @@ t.test('slots at the end whose lease expired a minute ago are dropped, released 
   await setTier(sql, 'anonymous', { allowance: 1_000_000, windowSeconds: 3600, concurrency: 1_000 });
   const decide = (count: number, ttl: number, ahead = 0) => decideLeases(sql, count, ttl, ahead);
   const stored = async () => {
-    const [row] = await sql`select cardinality(lease_tokens) as slots, used::int from rate_windows where subject = ${SUBJECT}`;
+    const [row] =
+      await sql`select cardinality(lease_tokens) as slots, used::int from paginated_collections.rate_windows where subject = ${SUBJECT}`;
     return row as { slots: number; used: number };
   };
 

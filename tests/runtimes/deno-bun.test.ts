@@ -2,7 +2,7 @@
 // each source address on its own, and answer a chunk and a 429 as the Node entry does.
 import http from 'node:http';
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';
 import { freePort } from '../helpers/processes.ts';
@@ -73,7 +73,7 @@ t.test('Deno and Bun count each source address, and answer as Node does', async 
   for (const [at, runtime] of runtimes.entries()) {
     const server = servers[at]!;
     await t.test(runtime, async (t) => {
-      await db.sql`delete from rate_windows`;
+      await db.sql`delete from paginated_collections.rate_windows`;
       // 20 products with count=none cost one unit (docs/rate-limit.md, "Cost").
       const path = '/v1/products?limit=2&count=none';
       const first = [];
@@ -86,7 +86,7 @@ t.test('Deno and Bun count each source address, and answer as Node does', async 
       const other = await get(server, path, '127.0.0.3');
       t.equal(other.status, 200, '127.0.0.3 has an allowance of its own');
       t.equal(other.headers['x-ratelimit-remaining'], '2');
-      const subjects = await db.sql`select subject, used from rate_windows order by subject`;
+      const subjects = await db.sql`select subject, used from paginated_collections.rate_windows order by subject`;
       t.same(
         subjects.map((row) => [row.subject, row.used]),
         [

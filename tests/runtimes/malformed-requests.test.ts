@@ -2,7 +2,7 @@
 // naming Host, answered before the rate limiter (nothing charged) and logged once as refused; methods and
 // paths nobody serves add no series to /metrics.
 import t from 'tap';
-import { seedTable } from '../../db/seed.ts';
+import { seedTable } from '../../demo/seed.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';
@@ -40,7 +40,7 @@ async function requestSeries(server: ServerProcess): Promise<string[]> {
 for (const runtime of runtimes) {
   const server = servers.get(runtime)!;
   t.test(`${runtime}: a malformed or missing Host is a 400 naming Host, not charged, logged once`, async (t) => {
-    await db.sql`delete from rate_windows`;
+    await db.sql`delete from paginated_collections.rate_windows`;
     const requests = [
       ...BAD_HOSTS.map((host) => `GET /v1/products?limit=2 HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`),
       // HTTP/1.0 may leave Host out; only the health checks are served without one (lib/http/target.ts).
@@ -58,7 +58,8 @@ for (const runtime of runtimes) {
       t.equal(problem.requestId, answer.header('x-request-id'), 'the body quotes the request id of the answer');
       ids.push(problem.requestId);
     }
-    const [charged] = await db.sql`select count(*)::int as rows, coalesce(sum(used), 0)::int as units from rate_windows`;
+    const [charged] =
+      await db.sql`select count(*)::int as rows, coalesce(sum(used), 0)::int as units from paginated_collections.rate_windows`;
     t.same(charged, { rows: 0, units: 0 }, 'the rate limiter charged none of them');
 
     const refused = await waitFor('a refused line for each', () => logLines(server.output()).filter((line) => line.outcome === 'refused'), {

@@ -1,6 +1,7 @@
 // The demo collections the service ships with: products, orders and events (docs/api.md, "Collections").
-import { events, orders, products } from '../../db/schema.ts';
-import { type CostRule, createRegistry, defineCollection, type Registry } from './registry.ts';
+
+import { type CostRule, createRegistry, defineCollection, type Registry } from '../lib/pagination/registry.ts';
+import { events, orders, products } from './schema.ts';
 
 const demoPageSize = { default: 20, max: 100 } as const;
 // Skipping rows along the primary key reads the heap in order; along any other index it reads the heap at

@@ -1,11 +1,13 @@
-// Deterministic demo data: the same seed gives the same rows. Loaded with COPY, in batches, into a copy swapped in at the end.
+// The demo's data, in its tables of schema demo (demo/schema.ts). Deterministic: the same seed gives the same rows.
+// Loaded with COPY, in batches, into a copy swapped in at the end.
 
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setImmediate } from 'node:timers/promises';
 import type { Sql } from 'postgres';
+import { formatEpoch } from '../db/timestamps.ts';
+import { DEMO_SCHEMA } from './schema.ts';
 import { replaceTable } from './table-swap.ts';
-import { formatEpoch } from './timestamps.ts';
 
 export interface SeedSizes {
   products?: number;
@@ -151,7 +153,7 @@ const COPY_BATCH_ROWS = 1_000;
  */
 export async function seedTable(sql: Sql, table: SeedTable, count: number, onProgress: (done: number) => void = () => {}): Promise<void> {
   const { columns, rows, seed } = tables[table];
-  await replaceTable(sql, table, async (connection, copy) => {
+  await replaceTable(sql, `${DEMO_SCHEMA}.${table}`, async (connection, copy) => {
     // Two chunks ahead at most, rather than sixteen: less to hold in memory.
     const source = Readable.from(copyChunks(rows(count, seed), COPY_BATCH_ROWS, onProgress), { highWaterMark: 2 });
     const stream = await connection.unsafe(`copy ${copy} (${columns.join(', ')}) from stdin with (freeze)`).writable();
@@ -168,7 +170,7 @@ export async function seedIfEmpty(url: string, sizes: Required<SeedSizes>, conne
   try {
     await sql`select pg_advisory_lock(${SEED_LOCK})`;
     for (const table of Object.keys(tables) as SeedTable[]) {
-      const [row] = await sql`select exists (select 1 from ${sql(table)}) as filled`;
+      const [row] = await sql`select exists (select 1 from ${sql(DEMO_SCHEMA)}.${sql(table)}) as filled`;
       if (!row?.filled && sizes[table] > 0) {
         await seedTable(sql, table, sizes[table]);
         seeded.push(table);
