@@ -299,7 +299,8 @@ function cancel(database: Database, query: Cancellable): void {
 async function waitsForLock(database: Database, pid: number | undefined): Promise<boolean> {
   if (pid === undefined) return false;
   try {
-    const [row] = await database.sql`select wait_event_type = 'Lock' as waits from pg_stat_activity where pid = ${pid}`;
+    // On a connection of its own: the pool's may all be waiting for that very lock.
+    const [row] = await database.watch`select wait_event_type = 'Lock' as waits from pg_stat_activity where pid = ${pid}`;
     return row?.waits === true;
   } catch {
     return true;
