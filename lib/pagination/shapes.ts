@@ -83,6 +83,13 @@ interface PoolShapes {
   readonly unsent: Map<Shape, Map<string, Unsent>>;
   /** Backends this process sent a cancel to, with when (performance.now()): see send. */
   readonly cancels: Map<number, number>;
+  /**
+   * How long a budget's cancel takes to end its statement, from the budget's end to the error's arrival
+   * (the lock check, the cancel request's own connection, PostgreSQL's next check for interrupts), in ms, a
+   * moving average: cancels are sent that much before the budget ends, so that a cut-short statement runs
+   * about its budget, not its budget and the cancel's lag.
+   */
+  cancelLagMs: number;
 }
 
 // Statements are prepared per connection, so shapes are kept per pool; a pool that is gone takes its shapes.
@@ -131,7 +138,7 @@ function slotsOf(params: readonly unknown[], text: string): string[] {
 export function shapeOf(database: Database, key: string, build: () => Built): Shape {
   let pool = pools.get(database.sql);
   if (pool === undefined) {
-    pool = { built: new Lru(SHAPE_CACHE_SIZE), named: new Set(), unsent: new Map(), cancels: new Map() };
+    pool = { built: new Lru(SHAPE_CACHE_SIZE), named: new Set(), unsent: new Map(), cancels: new Map(), cancelLagMs: 0 };
     pools.set(database.sql, pool);
   }
   const cached = pool.built.get(key);
@@ -257,7 +264,11 @@ function send(database: Database, shape: Shape, params: unknown[], budgets: read
     },
     (error: unknown) => {
       clock?.stop();
-      if (clock?.fired) throw new Cancelled(clock.elapsed(), error);
+      if (clock?.fired) {
+        const pool = pools.get(database.sql);
+        if (pool !== undefined) pool.cancelLagMs = 0.8 * pool.cancelLagMs + 0.2 * clock.lag();
+        throw new Cancelled(clock.elapsed(), error);
+      }
       // A cancel this process sent to another statement, which ended before it arrived, lands on the next
       // statement of that backend: this one, which nobody meant to cancel. It is sent once more.
       const pid = (query as unknown as Cancellable).state?.pid;
@@ -312,6 +323,8 @@ interface BudgetClock {
   readonly fired: boolean;
   /** Milliseconds since the statement was sent to PostgreSQL. */
   elapsed(): number;
+  /** Milliseconds since the budget ran out (the cancel's lag, once its statement's error came back). */
+  lag(): number;
   stop(): void;
 }
 
@@ -328,9 +341,12 @@ function budgetClock(database: Database, query: object, timeoutMs: number): Budg
   let stopped = false;
   let sentAt = 0;
   let timer: NodeJS.Timeout | undefined;
+  // Sent early by the cancels' lag, but never before half the budget: an ordinary chunk always fits.
+  const lead = Math.min(pools.get(database.sql)?.cancelLagMs ?? 0, timeoutMs / 2);
   const clock = {
     fired: false,
     elapsed: () => performance.now() - sentAt,
+    lag: () => performance.now() - sentAt - timeoutMs + lead,
     stop: () => {
       stopped = true;
       clearTimeout(timer);
@@ -352,7 +368,7 @@ function budgetClock(database: Database, query: object, timeoutMs: number): Budg
       active = value;
       if (!value || timer !== undefined) return;
       sentAt = performance.now();
-      timer = setTimeout(expire, timeoutMs);
+      timer = setTimeout(expire, timeoutMs - lead);
     },
   });
   return clock;
