@@ -48,17 +48,45 @@ const server = spawn(process.execPath, ['server.ts'], {
   env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, COLLECTIONS: 'demo', PORT: String(port) },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
-await new Promise<void>((resolve) => server.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('Listening') && resolve()));
+/**
+ * What the server's request log says each subject's statements ran on PostgreSQL (its `pgMs`, by the server's
+ * clock) and was charged in the end (`charged`), from the moment `counting` is set: the storm keys' real
+ * PostgreSQL time, which a request the service cuts short (a 429 Query_limit_exceeded) uses too.
+ */
+const logged = new Map<string, { pgMs: number; charged: number; requests: number }>();
+let counting = false;
+let partial = '';
+await new Promise<void>((resolve) =>
+  server.stdout!.on('data', (chunk: Buffer) => {
+    const text = partial + chunk.toString();
+    const lines = text.split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) {
+      if (line.includes('Listening')) resolve();
+      if (!counting || !line.includes('"subject"')) continue;
+      const { subject, pgMs, charged } = JSON.parse(line) as { subject?: string; pgMs?: number; charged?: number };
+      if (subject === undefined) continue;
+      const sum = logged.get(subject) ?? { pgMs: 0, charged: 0, requests: 0 };
+      sum.pgMs += pgMs ?? 0;
+      sum.charged += charged ?? 0;
+      sum.requests += 1;
+      logged.set(subject, sum);
+    }
+  }),
+);
 
-async function register(name: string): Promise<string> {
+/** A new key: its secret, and the subject the limiter and the log name it by. */
+async function register(name: string): Promise<{ key: string; subject: string }> {
   const res = await fetch(`${base}/v1/keys`, { method: 'POST', body: JSON.stringify({ name }) });
   if (res.status !== 201) throw new Error(`register: ${res.status} ${await res.text()}`);
-  return ((await res.json()) as { key: string }).key;
+  const { key, id } = (await res.json()) as { key: string; id: string };
+  return { key, subject: `key:${id}` };
 }
-const victimKey = await register('storm-victim');
+const victimKey = (await register('storm-victim')).key;
 // The limiter reads a key's tier at every decision: the victim's own allowance never paces it.
 await sql`update paginated_collections.api_keys set tier = 'storm-victim' where name = 'storm-victim'`;
-const stormKeys = [await register('storm-1'), await register('storm-2'), await register('storm-3')];
+const stormers = [await register('storm-1'), await register('storm-2'), await register('storm-3')];
+const stormKeys = stormers.map((stormer) => stormer.key);
 
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -141,6 +169,7 @@ await new Promise<void>((resolve) =>
 const stormExit = new Promise((resolve) => storm.once('close', resolve));
 // The storm stops with the fourth client's measurement, if it has not yet: run on past its tier's window
 // (61 s for a minute), it would be served a second allowance.
+counting = true;
 const measured = victim(seconds * 1000).then((result) => {
   storm.kill('SIGTERM');
   return result;
@@ -157,8 +186,10 @@ console.log(`storm keys over ${seconds} s (status: count): ${JSON.stringify(serv
 for (const [name, statuses] of Object.entries(served)) {
   const chunks = (statuses[200] ?? 0) / minutes;
   const ms = (chunks * perRequest) / 1000;
+  const own = logged.get(stormers[Number(name.slice(3)) - 1]!.subject) ?? { pgMs: 0, charged: 0, requests: 0 };
   console.log(
-    `  ${name}: ${Math.round(chunks)} served a minute × ${Math.round(perRequest)} µs = ${Math.round(ms).toLocaleString('en')} ms of PostgreSQL a minute (allowance ${FREE_UNITS_PER_MINUTE} units ≈ ${FREE_UNITS_PER_MINUTE} ms)`,
+    `  ${name}: ${Math.round(chunks)} served a minute × ${Math.round(perRequest)} µs = ${Math.round(ms).toLocaleString('en')} ms of PostgreSQL a minute (allowance ${FREE_UNITS_PER_MINUTE} units ≈ ${FREE_UNITS_PER_MINUTE} ms); ` +
+      `by the server's clock, its statements ran ${Math.round(own.pgMs / minutes).toLocaleString('en')} ms a minute (${(own.pgMs / minutes / FREE_UNITS_PER_MINUTE).toFixed(2)} ms a unit of its allowance), charged ${Math.round(own.charged / minutes).toLocaleString('en')} units a minute over ${own.requests} logged requests`,
   );
 }
 console.log(

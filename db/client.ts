@@ -69,6 +69,11 @@ export interface Database {
    * can be made, so no statement is timed or budgeted there.
    */
   readonly statementTimeoutMs: number | undefined;
+  /**
+   * One connection of its own to the server of `sql`, never queued behind its pool: for looking at the pool's
+   * backends (whether a statement waits for a lock: lib/pagination/shapes.ts). It connects when first used.
+   */
+  readonly watch: Sql;
   /** Set on a request's own view of the database: its statements are timed and bounded by it (lib/pagination/shapes.ts). */
   readonly budget?: StatementBudget;
   /**
@@ -197,6 +202,10 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
       })
     : [{ identity: databaseIdentity(url), connection: limiterConnection(url, pooled), sql, drizzle: drizzle(sql, { schema }) }];
   const readSql = options.read ? pool(options.read.url, options.read.pooled ?? false) : undefined;
+  const watchOf = (watchUrl: string) =>
+    postgres(watchUrl, { ...common, max: 1, fetch_types: false, connection: { application_name: 'collections-watch' } });
+  const watch = watchOf(url);
+  const readWatch = options.read ? watchOf(options.read.url) : watch;
   const shared = {
     limiters,
     limiter: limiters[0]!.connection,
@@ -208,21 +217,24 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
         ...limiters.map((limiter) => limiter.connection.close()),
         ...own,
         readSql?.end({ timeout: 5 }),
+        watch.end({ timeout: 1 }),
+        readWatch === watch ? undefined : readWatch.end({ timeout: 1 }),
       ]);
     },
   };
   let reads: Database;
-  const on = (client: Sql, clientPooled: boolean): Database => ({
+  const on = (client: Sql, clientPooled: boolean, clientWatch: Sql): Database => ({
     ...shared,
     statementTimeoutMs: clientPooled ? undefined : statementTimeoutMs,
     sql: client,
+    watch: clientWatch,
     drizzle: drizzle(client, { schema }),
     get reads() {
       return reads;
     },
   });
-  const database = on(sql, pooled);
-  reads = readSql ? on(readSql, options.read?.pooled ?? false) : database;
+  const database = on(sql, pooled, watch);
+  reads = readSql ? on(readSql, options.read?.pooled ?? false, readWatch) : database;
   return database;
 }
 

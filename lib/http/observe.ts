@@ -9,6 +9,11 @@ declare module 'hono' {
   interface ContextVariableMap {
     /** Set by the rate limiter: the units this request is charged. */
     cost: number;
+    /**
+     * Set by the rate limiter once it settled an admitted request: the units it was charged in the end, and the
+     * milliseconds its statements ran on PostgreSQL by the server's clock (undefined: none was timed).
+     */
+    settled: { readonly charged: number; readonly pgMs: number | undefined };
     /** Set by the rate limiter: what its decision on this request puts on the request's line. */
     limited: RequestRecord;
     /** Set by the one error handler: an error answered 500, logged once, with this request's line. */
@@ -47,6 +52,7 @@ export function observe(options: ObserveOptions): MiddlewareHandler {
     const ms = performance.now() - started;
     const status = c.res.status;
     const limited = c.get('limited');
+    const settled = c.get('settled');
     if (metrics !== undefined) {
       metrics.request(c.req.routePath, c.req.method, status, ms / 1000);
       if (status === 503) metrics.unavailable(causeOf(c, limited, draining()));
@@ -62,6 +68,8 @@ export function observe(options: ObserveOptions): MiddlewareHandler {
       status,
       durationMs: Math.round(ms * 100) / 100,
       cost: c.get('cost'),
+      charged: settled?.charged,
+      pgMs: settled?.pgMs,
       tier: limited?.tier,
       outcome: status === 503 ? 'unavailable' : (limited?.outcome ?? 'served'),
       subject: limited?.subject,

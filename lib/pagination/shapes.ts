@@ -81,6 +81,15 @@ interface PoolShapes {
   readonly named: Set<string>;
   /** Reads asked for and not yet sent, by shape and parameters: see runShape. */
   readonly unsent: Map<Shape, Map<string, Unsent>>;
+  /** Backends this process sent a cancel to, with when (performance.now()): see send. */
+  readonly cancels: Map<number, number>;
+  /**
+   * How long a budget's cancel takes to end its statement, from the budget's end to the error's arrival
+   * (the lock check, the cancel request's own connection, PostgreSQL's next check for interrupts), in ms, a
+   * moving average: cancels are sent that much before the budget ends, so that a cut-short statement runs
+   * about its budget, not its budget and the cancel's lag.
+   */
+  cancelLagMs: number;
 }
 
 // Statements are prepared per connection, so shapes are kept per pool; a pool that is gone takes its shapes.
@@ -129,7 +138,7 @@ function slotsOf(params: readonly unknown[], text: string): string[] {
 export function shapeOf(database: Database, key: string, build: () => Built): Shape {
   let pool = pools.get(database.sql);
   if (pool === undefined) {
-    pool = { built: new Lru(SHAPE_CACHE_SIZE), named: new Set(), unsent: new Map() };
+    pool = { built: new Lru(SHAPE_CACHE_SIZE), named: new Set(), unsent: new Map(), cancels: new Map(), cancelLagMs: 0 };
     pools.set(database.sql, pool);
   }
   const cached = pool.built.get(key);
@@ -231,6 +240,9 @@ function cancelledByRequest(error: unknown): boolean {
   return code === '57014' && typeof message === 'string' && message.includes('user request');
 }
 
+/** How long after this process sent a cancel to a backend an unasked-for cancel there is taken for it. */
+const CANCEL_RACE_MS = 1000;
+
 function send(database: Database, shape: Shape, params: unknown[], budgets: readonly StatementBudget[], retried = false): Promise<Read> {
   // postgres.js sends a query without parameters over the simple protocol, which prepares nothing, unless told
   // `simple: false` (an option its types leave out).
@@ -242,7 +254,7 @@ function send(database: Database, shape: Shape, params: unknown[], budgets: read
   const timeoutMs = timing ? Math.min(poolTimeout, Math.max(...budgets.map((budget) => budget.timeoutMs()))) : undefined;
   // A budget as long as the pool's statement_timeout is that timeout's to enforce: a statement that reaches it
   // is the service's failure (a 503), not what the client had left.
-  const clock = timeoutMs === undefined || timeoutMs >= poolTimeout! ? undefined : budgetClock(query, timeoutMs);
+  const clock = timeoutMs === undefined || timeoutMs >= poolTimeout! ? undefined : budgetClock(database, query, timeoutMs);
   return (query.values() as Promise<unknown[][]>).then(
     (rows) => {
       clock?.stop();
@@ -252,29 +264,58 @@ function send(database: Database, shape: Shape, params: unknown[], budgets: read
     },
     (error: unknown) => {
       clock?.stop();
-      if (clock?.fired) throw new Cancelled(clock.elapsed(), error);
+      if (clock?.fired) {
+        const pool = pools.get(database.sql);
+        if (pool !== undefined) pool.cancelLagMs = 0.8 * pool.cancelLagMs + 0.2 * clock.lag();
+        throw new Cancelled(clock.elapsed(), error);
+      }
       // A cancel this process sent to another statement, which ended before it arrived, lands on the next
-      // statement of that connection: this one, which nobody cancelled. It is sent once more.
-      if (cancelledByRequest(error) && !retried) return send(database, shape, params, budgets, true);
+      // statement of that backend: this one, which nobody meant to cancel. It is sent once more.
+      const pid = (query as unknown as Cancellable).state?.pid;
+      const sentAt = pid === undefined ? undefined : pools.get(database.sql)?.cancels.get(pid);
+      if (cancelledByRequest(error) && !retried && sentAt !== undefined && performance.now() - sentAt < CANCEL_RACE_MS) {
+        return send(database, shape, params, budgets, true);
+      }
       throw error;
     },
   );
 }
 
-/** What postgres.js's Query holds to cancel it: its pool's canceller, until it is used. */
+/** What postgres.js's Query holds to cancel it: its pool's canceller, until it is used, and its backend. */
 interface Cancellable {
   canceller: ((query: Cancellable) => Promise<void>) | null;
+  state: { readonly pid: number } | null;
 }
 
 /**
  * Cancels a query as Query.cancel() does, keeping hold of the cancel's promise, which Query.cancel() drops:
  * a cancel request that fails (the server away) must not be an unhandled rejection. The statement ends
- * anyway, by the pool's statement timeout at the latest.
+ * anyway, by the pool's statement timeout at the latest. The backend is noted with the time, so that a
+ * cancel that arrives after the statement ended, and cancels the next one there, is recognised (send).
  */
-function cancel(query: Cancellable): void {
+function cancel(database: Database, query: Cancellable): void {
   const canceller = query.canceller;
   query.canceller = null;
+  const pid = query.state?.pid;
+  const cancels = pools.get(database.sql)?.cancels;
+  if (pid !== undefined && cancels !== undefined) {
+    const now = performance.now();
+    for (const [other, at] of cancels) if (now - at >= CANCEL_RACE_MS) cancels.delete(other);
+    cancels.set(pid, now);
+  }
   canceller?.(query).catch(() => {});
+}
+
+/** Whether the backend `pid` is waiting for a lock (no cancel when it cannot be asked: the pool's timeout remains). */
+async function waitsForLock(database: Database, pid: number | undefined): Promise<boolean> {
+  if (pid === undefined) return false;
+  try {
+    // On a connection of its own: the pool's may all be waiting for that very lock.
+    const [row] = await database.watch`select wait_event_type = 'Lock' as waits from pg_stat_activity where pid = ${pid}`;
+    return row?.waits === true;
+  } catch {
+    return true;
+  }
 }
 
 interface BudgetClock {
@@ -282,6 +323,8 @@ interface BudgetClock {
   readonly fired: boolean;
   /** Milliseconds since the statement was sent to PostgreSQL. */
   elapsed(): number;
+  /** Milliseconds since the budget ran out (the cancel's lag, once its statement's error came back). */
+  lag(): number;
   stop(): void;
 }
 
@@ -289,16 +332,34 @@ interface BudgetClock {
  * Cancels `query` once it has run `timeoutMs` on PostgreSQL: counted from when postgres.js sends it to the
  * server (it marks the query active then), so that the wait for a connection of the pool, the service's own
  * queue, is not the client's time. A cancel request, rather than a statement_timeout set around the
- * statement, costs nothing to the statements that run within their budget.
+ * statement, costs nothing to the statements that run within their budget. A statement waiting for a lock
+ * (a migration, an operator's maintenance) is not the client's doing: it is looked at again a budget later,
+ * and left to the pool's statement_timeout (a 503) while it waits.
  */
-function budgetClock(query: object, timeoutMs: number): BudgetClock {
+function budgetClock(database: Database, query: object, timeoutMs: number): BudgetClock {
   let active = false;
+  let stopped = false;
   let sentAt = 0;
   let timer: NodeJS.Timeout | undefined;
+  // Sent early by the cancels' lag, but never before half the budget: an ordinary chunk always fits.
+  const lead = Math.min(pools.get(database.sql)?.cancelLagMs ?? 0, timeoutMs / 2);
   const clock = {
     fired: false,
     elapsed: () => performance.now() - sentAt,
-    stop: () => clearTimeout(timer),
+    lag: () => performance.now() - sentAt - timeoutMs + lead,
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+  const expire = async () => {
+    if (await waitsForLock(database, (query as Cancellable).state?.pid)) {
+      if (!stopped) timer = setTimeout(expire, timeoutMs);
+      return;
+    }
+    if (stopped) return;
+    clock.fired = true;
+    cancel(database, query as Cancellable);
   };
   Object.defineProperty(query, 'active', {
     configurable: true,
@@ -307,10 +368,7 @@ function budgetClock(query: object, timeoutMs: number): BudgetClock {
       active = value;
       if (!value || timer !== undefined) return;
       sentAt = performance.now();
-      timer = setTimeout(() => {
-        clock.fired = true;
-        cancel(query as Cancellable);
-      }, timeoutMs);
+      timer = setTimeout(expire, timeoutMs - lead);
     },
   });
   return clock;

@@ -199,6 +199,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         // the unit's rate, are charged for their time; what no longer fits the window is a debt carried into
         // the next ones. The answer's headers report the allowance after it.
         const final = refusedKeeping ?? finalCost(c, charge, budget?.usedMs ?? 0);
+        c.set('settled', { charged: final, pgMs: budget && budget.usedMs > 0 ? Math.round(budget.usedMs * 100) / 100 : undefined });
         const units = decision.charged - final;
         const refund =
           units === 0
