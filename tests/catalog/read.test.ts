@@ -165,7 +165,7 @@ t.test("schemas: only those asked for; never PostgreSQL's own nor the service's"
   );
   const all = await readCatalog(database.sql, { serviceSchema: SERVICE });
   const schemas = new Set(all.relations.map((r) => r.schema));
-  t.ok(schemas.has('shop') && schemas.has('Music') && schemas.has('public'), 'every schema of the database');
+  t.ok(schemas.has('shop') && schemas.has('Music') && schemas.has('demo'), 'every schema of the database');
   t.notOk(schemas.has(SERVICE) || schemas.has('pg_catalog') || schemas.has('information_schema'), 'but these');
   t.same(
     await readCatalog(database.sql, { schemas: ['nothing_here'], serviceSchema: SERVICE }),

@@ -165,7 +165,7 @@ t.test('embedded default: unreachable clone, shared data directory, SIGTERM to n
 t.test('SIGTERM to npm start with DATABASE_URL stops the server too', async (t) => {
   const port = await freePort();
   const db = await testDatabase(t);
-  const started = command(root, ['start'], { PORT: String(port), DATABASE_URL: db.url });
+  const started = command(root, ['start'], { PORT: String(port), DATABASE_URL: db.url, COLLECTIONS: 'demo' });
   await listening(started);
   const [server] = childrenOf(started.child.pid!);
   t.teardown(() => alive(server!) && process.kill(server!, 'SIGKILL'));

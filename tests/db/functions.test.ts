@@ -143,7 +143,7 @@ t.test('a database made fresh and one upgraded from each earlier migration have 
   );
 
   // What an upgrade leaves of the earlier layout: the demo's tables in public (moved by the demo's own migrations,
-  // where it is served: tests/db/upgrade.test.ts), and the old journal in schema drizzle, kept with a row newer than
+  // where it is served: tests/db/upgrade-in-place.test.ts), and the old journal in schema drizzle, kept with a row newer than
   // its release's, so that an instance of that release started later makes nothing again.
   const serviceOnly = (description: string) =>
     description

@@ -37,7 +37,7 @@ t.test('three instances behind PgBouncer in transaction mode', async (t) => {
 
   const sql = postgres(direct, { max: 2, onnotice: () => {} });
   t.teardown(() => sql.end({ timeout: 1 }));
-  const [migrations] = await sql`select count(*)::int as n from drizzle.__drizzle_migrations`;
+  const [migrations] = await sql`select count(*)::int as n from paginated_collections.__drizzle_migrations`;
   t.equal(migrations!.n, journal.entries.length, 'each migration applied once');
   const [seeded] =
     await sql`select (select count(*) from demo.products)::int as products, (select count(*) from demo.orders)::int as orders`;

@@ -22,6 +22,7 @@ interface OrdersChunk {
 t.test('collection queries on a streaming standby', async (t) => {
   const primary = await startCluster(t);
   await runMigrations(primary.url());
+  await migrateDemo(primary.url());
   const writer = postgres(primary.url(), { max: 1, onnotice: () => {} });
   t.teardown(() => writer.end({ timeout: 1 }));
   await seedTable(writer, 'products', 100);

@@ -103,7 +103,7 @@ t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 
       if (answered !== undefined) throw new Error(`the request to hold was answered ${answered} at once`);
       const [waiting] = await sql`select count(*)::int as n from pg_locks
         where database = (select oid from pg_database where datname = current_database())
-          and relation = 'products'::regclass and not granted`;
+          and relation = 'demo.products'::regclass and not granted`;
       return waiting!.n as number;
     });
     letGo = async () => {

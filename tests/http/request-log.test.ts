@@ -176,7 +176,7 @@ t.test('pretty lines on a terminal: a process whose stdout is a terminal reads t
   // script(1) gives the server a pseudo-terminal as its stdout, as a person's terminal would.
   const child = spawn('script', ['-qfec', `${process.execPath} server.ts`, '/dev/null'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, PORT: String(port), NO_COLOR: '1' },
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, COLLECTIONS: 'demo', PORT: String(port), NO_COLOR: '1' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let output = '';

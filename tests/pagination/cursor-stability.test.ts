@@ -122,7 +122,7 @@ for (const scenario of scenarios) {
       const ahead = [...live.values()].filter((row) => scenario.compare(row, position!) > 0);
       const doomed = ahead.filter(() => next() < 0.03).map((row) => row.id);
       if (doomed.length > 0) {
-        await other`delete from ${other(scenario.collection)} where id = any(${doomed}::bigint[])`;
+        await other`delete from ${other(`demo.${scenario.collection}`)} where id = any(${doomed}::bigint[])`;
         for (const id of doomed) {
           live.delete(id);
           deleted.add(id);

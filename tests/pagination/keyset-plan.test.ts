@@ -61,11 +61,13 @@ t.test('a deep keyset chunk is an index scan with no sort', async (t) => {
       Object.entries(c.filters)
         .map(([f, v]) => `${collection.fields.get(f)!.column.name} = '${v}'`)
         .join(' and ') || 'true';
-    const [{ n }] = (await app.database.sql.unsafe(`select count(*)::int as n from ${c.collection} where ${where}`)) as unknown as [
+    const [{ n }] = (await app.database.sql.unsafe(`select count(*)::int as n from demo.${c.collection} where ${where}`)) as unknown as [
       { n: number },
     ];
     const depth = Math.floor(n * 0.75);
-    const [deep] = await app.database.sql.unsafe(`select id from ${c.collection} where ${where} order by ${order} limit 1 offset ${depth}`);
+    const [deep] = await app.database.sql.unsafe(
+      `select id from demo.${c.collection} where ${where} order by ${order} limit 1 offset ${depth}`,
+    );
     const [row] = await app.database.drizzle
       .select(collection.selection)
       .from(collection.table)

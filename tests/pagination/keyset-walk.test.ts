@@ -174,7 +174,7 @@ for (const collection of ['products', 'orders', 'events'] as const) {
           order = withId(sort.length > 0 ? sort : defaultSort[collection]!);
         }
         const orderSql = order.map((k) => `${columns[k.field]} ${k.descending ? 'desc' : 'asc'}`).join(', ');
-        const rows = await app.database.sql.unsafe(`select id from ${collection} where ${where.join(' and ')} order by ${orderSql}`);
+        const rows = await app.database.sql.unsafe(`select id from demo.${collection} where ${where.join(' and ')} order by ${orderSql}`);
         const expected = rows.map((r) => Number(r.id));
         const seen = await walk(app, `/v1/${collection}?${params.join('&')}`, pageSizes);
         assert.deepEqual(seen, expected, params.join('&'));

@@ -101,6 +101,9 @@ t.test('property: any valid sort reads back from its own sortParam as itself', a
 
 t.test('orderBy: one ORDER BY term per key, in its direction', async (t) => {
   const render = (sortKeys: SortKey[]) => new PgDialect().sqlToQuery(sql.join(orderBy(products, sortKeys), sql`, `)).sql;
-  t.equal(render(keys('-priceCents', 'name', 'id')), '"products"."price_cents" desc, "products"."name" asc, "products"."id" asc');
-  t.equal(render(keys('createdAt', '-id')), '"products"."created_at" asc, "products"."id" desc');
+  t.equal(
+    render(keys('-priceCents', 'name', 'id')),
+    '"demo"."products"."price_cents" desc, "demo"."products"."name" asc, "demo"."products"."id" asc',
+  );
+  t.equal(render(keys('createdAt', '-id')), '"demo"."products"."created_at" asc, "demo"."products"."id" desc');
 });

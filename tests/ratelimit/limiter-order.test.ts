@@ -104,7 +104,7 @@ t.test('one database named twice, by two spellings of its host, is refused in on
   const port = await freePort();
   const child = spawn(process.execPath, ['server.ts'], {
     cwd: new URL('../..', import.meta.url),
-    env: { PATH: process.env.PATH ?? '', ...env(list), PORT: String(port) },
+    env: { PATH: process.env.PATH ?? '', COLLECTIONS: 'demo', ...env(list), PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
