@@ -341,6 +341,9 @@ function budgetClock(database: Database, query: object, timeoutMs: number): Budg
   let stopped = false;
   let sentAt = 0;
   let timer: NodeJS.Timeout | undefined;
+  let look: NodeJS.Timeout | undefined;
+  /** The last look: whether the backend waits for a lock. */
+  let looked: Promise<boolean> | undefined;
   // Sent early by the cancels' lag, but never before half the budget: an ordinary chunk always fits.
   const lead = Math.min(pools.get(database.sql)?.cancelLagMs ?? 0, timeoutMs / 2);
   const clock = {
@@ -350,14 +353,28 @@ function budgetClock(database: Database, query: object, timeoutMs: number): Budg
     stop: () => {
       stopped = true;
       clearTimeout(timer);
+      clearTimeout(look);
     },
   };
+  // The lock is looked for ahead of the budget's end (at four fifths of it), so that the cancel, when there
+  // is one, goes at the end itself: a look at the end would add its round trip, one per statement cut short
+  // on one connection, to each statement's time.
+  const arm = (ms: number) => {
+    looked = undefined;
+    look = setTimeout(() => {
+      looked = waitsForLock(database, (query as Cancellable).state?.pid);
+    }, ms * 0.8);
+    timer = setTimeout(expire, ms);
+  };
   const expire = async () => {
-    if (await waitsForLock(database, (query as Cancellable).state?.pid)) {
-      if (!stopped) timer = setTimeout(expire, timeoutMs);
+    // A look not answered yet (a first connection to make) is waited for: no statement waiting for a lock is
+    // cancelled for want of an answer.
+    const waits = await (looked ?? waitsForLock(database, (query as Cancellable).state?.pid));
+    if (stopped) return;
+    if (waits) {
+      arm(timeoutMs);
       return;
     }
-    if (stopped) return;
     clock.fired = true;
     cancel(database, query as Cancellable);
   };
@@ -368,7 +385,7 @@ function budgetClock(database: Database, query: object, timeoutMs: number): Budg
       active = value;
       if (!value || timer !== undefined) return;
       sentAt = performance.now();
-      timer = setTimeout(expire, timeoutMs - lead);
+      arm(timeoutMs - lead);
     },
   });
   return clock;
