@@ -1,7 +1,7 @@
 // The container image, without a Docker engine: its one build step (deploy/install.sh) run on this
 // checkout, then the Dockerfile's own CMD and HEALTHCHECK run in the result, as a non-root user.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmod, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, link, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,14 @@ function execForm(instruction: string): string[] {
   const json = line && /(\[.*\])\s*$/.exec(line)?.[1];
   if (!json) throw new Error(`No ${instruction} in exec form in the Dockerfile`);
   return JSON.parse(json) as string[];
+}
+
+/** This test's Node as a file in `dir` (a hard link, else a copy): a path the unprivileged user can execute. */
+async function reachableNode(dir: string): Promise<string> {
+  const node = path.join(dir, 'node');
+  await link(process.execPath, node).catch(() => copyFile(process.execPath, node));
+  await chmod(node, 0o755);
+  return node;
 }
 
 /** The uid and gid of a system user. */
@@ -78,7 +86,10 @@ t.test('deploy/install.sh on this checkout: production dependencies only; the CM
   // Through env -u NODE_OPTIONS: tap adds its own loader, from this checkout's node_modules, to the NODE_OPTIONS
   // of every node process a test starts, and the unprivileged user may not reach this checkout (a clone in a
   // mode-700 folder); the image has no such loader either.
-  const node = command === 'node' ? process.execPath : command!;
+  // The image's Node is its own (/usr/local/bin/node). Here it is the one this test runs on, which npm brings
+  // into this checkout (node_modules/.bin/node): linked beside the app, so that the unprivileged user reaches
+  // it when the checkout is in a mode-700 folder.
+  const node = command === 'node' ? await reachableNode(dir) : command!;
   const server: ChildProcess = spawn('env', ['-u', 'NODE_OPTIONS', node, ...args], { cwd: app, env, ...user, stdio: 'ignore' });
   t.teardown(() => stopProcess(server, { graceMs: 5000 }));
   const url = `http://127.0.0.1:${port}`;

@@ -214,7 +214,8 @@ t.test('a collections file that cannot be served stops start-up with its problem
   await admin.unsafe(`drop database if exists ${name}`);
   await admin.unsafe(`create database ${name}`);
   await admin.unsafe(`drop role if exists ${name}_reader`);
-  await admin.unsafe(`create role ${name}_reader login`);
+  // With a password: the embedded default's server asks one of every role but its owner.
+  await admin.unsafe(`create role ${name}_reader login password 'reader'`);
   t.teardown(async () => {
     await admin.unsafe(`drop database if exists ${name} with (force)`);
     await admin.unsafe(`drop role if exists ${name}_reader`);
@@ -242,7 +243,7 @@ t.test('a collections file that cannot be served stops start-up with its problem
   await writeFile(file, 'collections:\n  - relation: public.films\n    columns: [film_id, title, secret]\n');
   const reader = new URL(urlFor(name));
   reader.username = `${name}_reader`;
-  reader.password = '';
+  reader.password = 'reader';
   const refused = await failedStart({ DATABASE_URL: reader.toString(), COLLECTIONS: file });
   t.equal(refused.code, 1);
   t.match(
