@@ -8,6 +8,8 @@
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
+import { runMigrations } from '../db/migrate.ts';
+import { migrateDemo } from '../demo/migrate.ts';
 import { stopProcess } from '../tests/helpers/processes.ts';
 import { sleep } from '../tests/helpers/wait.ts';
 import { cpuBetween, postmasterOf, snapshot } from './cpu.ts';
@@ -32,6 +34,10 @@ const FREE_UNITS_PER_MINUTE = 600;
 /** Seconds of the storm request sent one at a time by the fourth key, to read PostgreSQL's time per request. */
 const CALIBRATION_SECONDS = 5;
 
+// The database as the service will find it: migrated (an earlier release's upgraded in place), the demo's tables
+// in their schema, before the keys and windows of earlier runs are forgotten.
+await runMigrations(databaseUrl);
+await migrateDemo(databaseUrl);
 // Fresh keys each run: forget the registrations and windows of earlier runs (the bench's own database).
 const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
 // The CPU read is of this cluster's backends only; none when the cluster is not on this host.
