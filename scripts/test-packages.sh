@@ -4,7 +4,8 @@
 # tests/client/browser.test.ts), curl for the pasted links (tests/http/paste-links.test.ts), httpie for its
 # recipe (docs/recipes.md), pgbouncer for tests/db/pgbouncer.test.ts (the read-replica test uses PostgreSQL's
 # own pg_basebackup), haproxy for tests/deploy/haproxy-rolling-restart.test.ts and tests/deploy/compose.test.ts,
-# util-linux's script(1) for a terminal in tests/http/request-log.test.ts. Deno and Bun come from npm.
+# util-linux's script(1) for a terminal in tests/http/request-log.test.ts, redis-server for the bench's Fastify
+# peer (tests/bench/peer-fastify.test.ts). Deno and Bun come from npm.
 # Only what is missing is installed, so a rerun starts at once; not as root, it names what to install.
 set -euo pipefail
 missing=()
@@ -14,6 +15,7 @@ command -v http >/dev/null || missing+=(httpie)
 [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 command -v script >/dev/null || missing+=(util-linux)
+command -v redis-server >/dev/null || missing+=(redis-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
   echo "npm test needs Debian's ${missing[*]}: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
