@@ -111,8 +111,7 @@ t.test('deploy/install.sh on this checkout: production dependencies only; the CM
   }
 
   const [, ...healthcheck] = execForm('HEALTHCHECK'); // node, then its arguments
-  const check = (): Promise<number | null> =>
-    run(['env', '-u', 'NODE_OPTIONS', node, ...healthcheck], { cwd: app, env, ...user });
+  const check = (): Promise<number | null> => run(['env', '-u', 'NODE_OPTIONS', node, ...healthcheck], { cwd: app, env, ...user });
   t.equal(await check(), 0, 'the HEALTHCHECK passes while it serves');
   t.equal(await stopProcess(server), 0, 'SIGTERM reaches the one process, which exits 0');
   t.not(await check(), 0, 'and fails once it is gone');
