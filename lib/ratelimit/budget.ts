@@ -14,9 +14,10 @@ const MS_PER_UNIT = 2;
 
 /**
  * The least time any request's statements may run, whatever its client has left: an ordinary chunk takes
- * 0.1 to 1.5 ms of PostgreSQL, several times that on a machine under load.
+ * 0.1 to 1.5 ms of PostgreSQL, and tens of milliseconds by the server's clock on a machine whose cores are
+ * all busy (its backend waits for one), where a 20 ms floor cut ordinary chunks short.
  */
-const FLOOR_MS = 20;
+const FLOOR_MS = 50;
 
 /**
  * The time a request's statements may take: the units it was charged, and its share of what its client has
@@ -57,17 +58,19 @@ export class RequestBudget implements StatementBudget {
 /**
  * Time a request's statements may take beyond what its price pays for before they are charged for it: a
  * fresh connection plans a shape for the first time, and on a busy machine the server's own clock counts
- * the turns its backend waits for a core. Past it, the whole time is charged.
+ * the turns its backend waits for a core (tens of milliseconds with every core busy: at 10 ms, ordinary
+ * chunks were charged more than their price). Past it, the whole time is charged.
  */
-const SLACK_MS = 10;
+const SLACK_MS = 50;
 
 /**
  * The units a request priced at `units` costs for its statements' time: none beyond its price while they
  * took no longer than the price pays for at MS_PER_UNIT, with SLACK_MS to spare; past that, all of their
- * time at MS_PER_UNIT (a part of a unit is not charged).
+ * time at MS_PER_UNIT (a part of a unit is not charged). A request whose budget cut a statement short is
+ * charged all of its time: it ran for what its client had left, slack or not.
  */
-export function timeUnits(ms: number, units: number): number {
-  return ms > units * MS_PER_UNIT + SLACK_MS ? Math.floor(ms / MS_PER_UNIT) : 0;
+export function timeUnits(ms: number, units: number, cutShort = false): number {
+  return cutShort || ms > units * MS_PER_UNIT + SLACK_MS ? Math.floor(ms / MS_PER_UNIT) : 0;
 }
 
 /**

@@ -86,10 +86,10 @@ const OUTCOMES: Record<Decision['outcome'], string> = {
  * statements took at the unit's rate (budget.ts) where that is more; a 304 (not to `*`) less the units that
  * paid for sending, which it did not do. Never below 0, so a settlement never gives back more than was charged.
  */
-function finalCost(c: Context, charge: Charge, usedMs: number): number {
+function finalCost(c: Context, charge: Charge, budget: RequestBudget | undefined): number {
   const notModified = c.res.status === 304 && !matchesAny(c.req.header('if-none-match'));
   const price = charge.units + Math.max(0, charge.settle?.() ?? 0);
-  return Math.max(0, price - (notModified ? charge.sending : 0), timeUnits(usedMs, price));
+  return Math.max(0, price - (notModified ? charge.sending : 0), timeUnits(budget?.usedMs ?? 0, price, budget?.cancelled !== undefined));
 }
 
 /** The answer to a request that costs more than its tier's whole allowance: it never fits a window. */
@@ -198,7 +198,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         // client had); a count is charged at the rows it read; statements that took longer than the price, at
         // the unit's rate, are charged for their time; what no longer fits the window is a debt carried into
         // the next ones. The answer's headers report the allowance after it.
-        const final = refusedKeeping ?? finalCost(c, charge, budget?.usedMs ?? 0);
+        const final = refusedKeeping ?? finalCost(c, charge, budget);
         c.set('settled', { charged: final, pgMs: budget && budget.usedMs > 0 ? Math.round(budget.usedMs * 100) / 100 : undefined });
         const units = decision.charged - final;
         const refund =
