@@ -14,8 +14,8 @@ const MS_PER_UNIT = 2;
 
 /**
  * The least time any request's statements may run, whatever its client has left: an ordinary chunk takes
- * 0.1 to 1.5 ms of PostgreSQL, and tens of milliseconds by the server's clock on a machine whose cores are
- * all busy (its backend waits for one), where a 20 ms floor cut ordinary chunks short.
+ * 0.1 to 1.5 ms of PostgreSQL, but tens of milliseconds by the server's clock on a machine whose cores are
+ * all busy (its backend waits for one), and such a chunk must not be cut short.
  */
 const FLOOR_MS = 50;
 
@@ -58,8 +58,8 @@ export class RequestBudget implements StatementBudget {
 /**
  * Time a request's statements may take beyond what its price pays for before they are charged for it: a
  * fresh connection plans a shape for the first time, and on a busy machine the server's own clock counts
- * the turns its backend waits for a core (tens of milliseconds with every core busy: at 10 ms, ordinary
- * chunks were charged more than their price). Past it, the whole time is charged.
+ * the turns its backend waits for a core (tens of milliseconds with every core busy), which must not make
+ * an ordinary chunk cost more than its price. Past it, the whole time is charged.
  */
 const SLACK_MS = 50;
 
