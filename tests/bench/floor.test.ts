@@ -4,37 +4,16 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
+import { cursorPayload, seedTrickyProducts } from '../helpers/price-chunk.ts';
 import { freePort, stopProcess } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const CHUNK = '/v1/products?page-size=20&sort=priceCents';
 
-/** A cursor's payload, the middle part of `v1.<payload>.<signature>` (the floor signs with its own secret). */
-function cursorPayload(href: string): unknown {
-  const cursor = new URL(href).searchParams.get('cursor')!;
-  return JSON.parse(Buffer.from(cursor.split('.')[1]!, 'base64url').toString('utf8'));
-}
-
 t.test('the floor answers the first chunk by price as the service does', async (t) => {
   const { database, json } = await testApp(t);
-  // Ties on the price (the id decides), timestamps at the ends of the range and with trailing zeros in
-  // the fraction, text that JSON must escape.
-  const timestamps = [
-    '0001-01-01T00:00:00.000000Z',
-    '9999-12-31T23:59:59.999999Z',
-    '2025-06-08T06:53:58.547370Z',
-    '2025-01-01T00:00:00.100000Z',
-    '2025-01-01T00:00:00.000001Z',
-    '1970-01-01T00:00:00.000000Z',
-  ];
-  const rows = Array.from({ length: 30 }, (_, i) => ({
-    name: i % 7 === 0 ? `Quote "${i}" \\ é ☃\ttab` : `Item ${i}`,
-    category: ['books', 'toys'][i % 2]!,
-    price_cents: 100 + (i % 3),
-    created_at: timestamps[i % timestamps.length]!,
-  }));
-  await database.sql`insert into demo.products ${database.sql(rows)}`;
+  await seedTrickyProducts(database.sql);
 
   const port = await freePort();
   const floor = spawn(process.execPath, ['bench/floor-server.ts'], {
