@@ -314,6 +314,7 @@ export interface components {
             requestId: string;
         };
         ProductsItem: {
+            /** @description bigint, exact (written from PostgreSQL's text, past 2^53 too) */
             id: number;
             name: string;
             category: string;
@@ -391,6 +392,7 @@ export interface components {
             };
         };
         OrdersItem: {
+            /** @description bigint, exact (written from PostgreSQL's text, past 2^53 too) */
             id: number;
             customerId: number;
             status: string;
@@ -414,6 +416,7 @@ export interface components {
             };
         };
         EventsItem: {
+            /** @description bigint, exact (written from PostgreSQL's text, past 2^53 too) */
             id: number;
             type: string;
             source: string;

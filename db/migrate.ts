@@ -109,6 +109,28 @@ async function adoptEarlierRelease(sql: Sql): Promise<boolean> {
 }
 
 /**
+ * The cursor secret an earlier release kept on a data database it migrated (public.settings, beside drizzle's
+ * journal in schema drizzle), read only: with LIMITER_DATABASE_URL the secret now lives on the limiter databases,
+ * which take it over at their first start so that cursors handed out before stay valid. Undefined when there is
+ * none, or the role may not read it.
+ */
+export async function earlierCursorSecret(url: string): Promise<string | undefined> {
+  const sql = postgres(url, { max: 1, onnotice: () => {}, prepare: false, connect_timeout: 10 });
+  try {
+    const [state] = await sql<{ earlier: boolean }[]>`
+      select to_regclass('drizzle.__drizzle_migrations') is not null and to_regclass('public.settings') is not null as earlier`;
+    if (!state!.earlier) return undefined;
+    const [row] = await sql<{ value: string }[]>`select value from public.settings where name = 'cursor_secret'`;
+    return row?.value;
+  } catch {
+    // No SELECT on it: a new secret, as CURSOR_SECRET's documentation says (docs/operations.md, "Upgrading").
+    return undefined;
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
  * Whether the database holds a migration this release does not know: an instance of the previous release
  * starting during a rolling deploy. It leaves the functions as the newer release made them, rather than put
  * its own definitions back (docs/operations.md, "Migrations").

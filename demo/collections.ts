@@ -1,81 +1,35 @@
-// The demo collections the service ships with: products, orders and events (docs/api.md, "Collections").
+// The demo's collections: its file (demo/collections.yaml), served like any team's (lib/pagination/runtime.ts,
+// loadRegistry, on the live catalog), and the same file resolved against demo/catalog.json, the demo schema's
+// catalog as demo/schema.ts makes it, for the tests, benches and client types that have no database at hand.
+// tests/db/demo-catalog.test.ts keeps the snapshot equal to the live catalog (`npm run demo:catalog` rewrites it).
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { CatalogModel } from '../lib/catalog/model.ts';
+import type { Registry } from '../lib/pagination/registry.ts';
+import { resolveRegistry } from '../lib/pagination/runtime.ts';
 
-import { type CostRule, createRegistry, defineCollection, type Registry } from '../lib/pagination/registry.ts';
-import { events, orders, products } from './schema.ts';
+/** The demo's collections file. */
+export const DEMO_FILE = fileURLToPath(new URL('./collections.yaml', import.meta.url));
+const DEMO_CATALOG = fileURLToPath(new URL('./catalog.json', import.meta.url));
+/** How problems name the file. */
+const SOURCE = 'demo/collections.yaml';
 
-const demoPageSize = { default: 20, max: 100 } as const;
-// Skipping rows along the primary key reads the heap in order; along any other index it reads the heap at
-// random, several times dearer a row, so those indexes skip fewer rows per unit (docs/rate-limit.md, "What
-// the numbers rest on").
-function demoCost(indexed: Record<string, number>): CostRule {
-  return { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000, ...indexed } };
+/**
+ * What of a catalog does not depend on the database it was read from: relation oids and the planner's row
+ * estimates (which only price sorts no index serves, and the demo has none) are left out.
+ */
+export function catalogSnapshot(model: CatalogModel): CatalogModel {
+  return {
+    relations: model.relations.map(({ oid: _oid, estimatedRows: _rows, ...relation }) => ({
+      ...relation,
+      oid: 0,
+      estimatedRows: undefined,
+    })),
+  };
 }
 
-/** The demo collections (docs/api.md, "Collections"). */
+/** The demo's collections (docs/api.md, "Collections"): its file resolved against the catalog snapshot. */
 export function demoRegistry(): Registry {
-  return createRegistry([
-    defineCollection({
-      name: 'products',
-      table: products,
-      fields: {
-        id: { column: products.id, type: 'bigint' },
-        name: { column: products.name, type: 'text' },
-        category: { column: products.category, type: 'text' },
-        priceCents: { column: products.priceCents, type: 'integer' },
-        createdAt: { column: products.createdAt, type: 'timestamp' },
-      },
-      variants: ['offset', 'page', 'cursor'],
-      defaultVariant: 'offset',
-      filters: {
-        category: ['eq', 'in'],
-        priceCents: ['eq', 'lt', 'lte', 'gt', 'gte'],
-        name: ['eq', 'prefix'],
-      },
-      sortKeys: ['id', 'name', 'priceCents', 'createdAt'],
-      defaultSort: 'id',
-      pageSize: demoPageSize,
-      cost: demoCost({ name: 1_000, priceCents: 1_000, createdAt: 1_000 }),
-    }),
-    defineCollection({
-      name: 'orders',
-      table: orders,
-      fields: {
-        id: { column: orders.id, type: 'bigint' },
-        customerId: { column: orders.customerId, type: 'integer' },
-        status: { column: orders.status, type: 'text' },
-        totalCents: { column: orders.totalCents, type: 'integer' },
-        createdAt: { column: orders.createdAt, type: 'timestamp' },
-      },
-      variants: ['cursor'],
-      defaultVariant: 'cursor',
-      filters: {
-        status: ['eq', 'in'],
-        customerId: ['eq'],
-        totalCents: ['lt', 'lte', 'gt', 'gte'],
-      },
-      sortKeys: ['id', 'createdAt', 'totalCents'],
-      defaultSort: '-createdAt',
-      pageSize: demoPageSize,
-      cost: demoCost({ createdAt: 1_000, totalCents: 1_000 }),
-    }),
-    defineCollection({
-      name: 'events',
-      table: events,
-      fields: {
-        id: { column: events.id, type: 'bigint' },
-        type: { column: events.type, type: 'text' },
-        source: { column: events.source, type: 'text' },
-        occurredAt: { column: events.occurredAt, type: 'timestamp' },
-        message: { column: events.message, type: 'text' },
-      },
-      variants: ['time', 'cursor'],
-      defaultVariant: 'time',
-      filters: { type: ['eq', 'in'], source: ['eq'] },
-      sortKeys: [],
-      defaultSort: '-occurredAt',
-      timeField: 'occurredAt',
-      pageSize: demoPageSize,
-      cost: demoCost({ occurredAt: 1_000 }),
-    }),
-  ]);
+  const catalog = JSON.parse(readFileSync(DEMO_CATALOG, 'utf8')) as CatalogModel;
+  return resolveRegistry(readFileSync(DEMO_FILE, 'utf8'), SOURCE, catalog);
 }

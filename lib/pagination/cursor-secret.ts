@@ -4,14 +4,23 @@ import { eq } from 'drizzle-orm';
 import type { Drizzle } from '../../db/client.ts';
 import { settings } from '../../db/schema.ts';
 
-export async function loadCursorSecret(drizzle: Drizzle, configured: string | undefined): Promise<string> {
+/**
+ * CURSOR_SECRET when set; else the database's, made by the first instance to start: `inherited` (an earlier
+ * release's, kept elsewhere: lib/service/startup.ts) when it has one, else a random one.
+ */
+export async function loadCursorSecret(
+  drizzle: Drizzle,
+  configured: string | undefined,
+  inherited: () => Promise<string | undefined> = async () => undefined,
+): Promise<string> {
   if (configured) return configured;
-  // Whichever instance inserts first wins; every other one reads the same value.
-  await drizzle
-    .insert(settings)
-    .values({ name: 'cursor_secret', value: randomBytes(32).toString('base64url') })
-    .onConflictDoNothing();
-  const [row] = await drizzle.select({ value: settings.value }).from(settings).where(eq(settings.name, 'cursor_secret'));
+  const stored = async () => (await drizzle.select({ value: settings.value }).from(settings).where(eq(settings.name, 'cursor_secret')))[0];
+  if ((await stored()) === undefined) {
+    const value = (await inherited()) ?? randomBytes(32).toString('base64url');
+    // Whichever instance inserts first wins; every other one reads the same value.
+    await drizzle.insert(settings).values({ name: 'cursor_secret', value }).onConflictDoNothing();
+  }
+  const row = await stored();
   if (!row) throw new Error('The cursor secret could not be stored');
   return row.value;
 }

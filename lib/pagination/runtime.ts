@@ -3,13 +3,16 @@
 import { getTableColumns } from 'drizzle-orm';
 import { type AnyPgColumn, customType, type PgColumnBuilderBase, pgSchema, pgTable } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
+import type { CatalogModel } from '../catalog/model.ts';
 import { type ReadCatalogOptions, readCatalog } from '../catalog/read.ts';
 import { valueKind } from '../collections/kinds.ts';
 import type { Collection as ResolvedCollection } from '../collections/model.ts';
 import { parseCollectionsFile } from '../collections/parse.ts';
 import { CollectionsFileError } from '../collections/problems.ts';
 import { resolveCollections } from '../collections/resolve.ts';
-import { type Collection, type CostRule, createRegistry, defineCollection, type Registry } from './registry.ts';
+import type { CollectionsFile } from '../collections/schema.ts';
+import { type Collection, type CostRule, createRegistry, defineCollection, type Registry, type SortKey } from './registry.ts';
+import { sortParam, withTieBreaker } from './sort.ts';
 import { runtimeValueType } from './values.ts';
 
 /**
@@ -55,12 +58,29 @@ export function collectionOf(resolved: ResolvedCollection): Collection {
     defaultVariant: resolved.defaultVariant,
     filters: Object.fromEntries(Object.entries(resolved.filters).map(([column, operators]) => [fieldOf(column), operators])),
     sortKeys: Object.keys(resolved.sorts).map(fieldOf),
-    defaultSort: resolved.order.order.map((key) => `${key.descending ? '-' : ''}${fieldOf(key.column)}`).join(','),
+    defaultSort: sortParam(
+      shortestOrder(
+        resolved.order.order.map((key) => ({ field: fieldOf(key.column), descending: key.descending })),
+        keyColumns.map(fieldOf),
+      ),
+    ),
     ...(resolved.timeColumn === undefined ? {} : { timeField: fieldOf(resolved.timeColumn) }),
     pageSize: resolved.pageSize,
     countThreshold: resolved.countThreshold,
     cost: costRuleOf(resolved, fieldOf),
   });
+}
+
+/**
+ * An order without the key's fields that the tie-breaker appends anyway (lib/pagination/sort.ts): `-createdAt` for
+ * `-createdAt,-id`, as the documentation and links write the default order.
+ */
+function shortestOrder(order: readonly SortKey[], key: readonly string[]): readonly SortKey[] {
+  const whole = sortParam(order);
+  for (let length = 1; length < order.length; length++) {
+    if (sortParam(withTieBreaker(order.slice(0, length), key)) === whole) return order.slice(0, length);
+  }
+  return order;
 }
 
 /** lib/collections' cost settings (per column) as the registry's cost rule (per field). */
@@ -82,7 +102,18 @@ function costRuleOf(resolved: ResolvedCollection, fieldOf: (column: string) => s
  */
 export async function loadRegistry(sql: Sql, fileText: string, source: string, options: ReadCatalogOptions): Promise<Registry> {
   const file = parseCollectionsFile(fileText, source);
-  const catalog = await readCatalog(sql, options);
+  return registryOf(file, await readCatalog(sql, options), source);
+}
+
+/**
+ * The registry of a collections file's text resolved against a catalog already read (the demo's snapshot:
+ * demo/collections.ts); throws as loadRegistry does.
+ */
+export function resolveRegistry(fileText: string, source: string, catalog: CatalogModel): Registry {
+  return registryOf(parseCollectionsFile(fileText, source), catalog, source);
+}
+
+function registryOf(file: CollectionsFile, catalog: CatalogModel, source: string): Registry {
   const { collections, problems } = resolveCollections(file, catalog, source);
   if (problems.length > 0) throw new CollectionsFileError(problems);
   return createRegistry(collections.map(collectionOf));

@@ -290,12 +290,14 @@ export function runtimeValueType(kind: ValueKind, type: ColumnType, elementKind?
         return {
           ...text(
             parse,
+            // A number too: cursors of the demo's declarations before its file (docs/api.md, "Values") carried its ids so.
             (value) =>
-              isString(value) &&
-              /^-?\d{1,19}$/.test(value) &&
-              BigInt(value) >= -(2n ** 63n) &&
-              BigInt(value) < 2n ** 63n &&
-              String(BigInt(value)) === value,
+              Number.isSafeInteger(value) ||
+              (isString(value) &&
+                /^-?\d{1,19}$/.test(value) &&
+                BigInt(value) >= -(2n ** 63n) &&
+                BigInt(value) < 2n ** 63n &&
+                String(BigInt(value)) === value),
           ),
           type: 'int8',
           print: (raw) => exactNumber(raw as string),

@@ -8,7 +8,7 @@ import postgres, { type Sql } from 'postgres';
 import { type Database, openDatabase } from '../../db/client.ts';
 import { resolveDatabaseUrl } from '../../db/embedded.ts';
 import { databaseIdentity, recordIdentity } from '../../db/identity.ts';
-import { runMigrations } from '../../db/migrate.ts';
+import { earlierCursorSecret, runMigrations } from '../../db/migrate.ts';
 import { pooledByUrl, probeServer } from '../../db/probe.ts';
 import * as schema from '../../db/schema.ts';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
@@ -37,8 +37,8 @@ export interface Service {
 interface Demo {
   /** Makes its tables on `url`'s database (or moves an earlier release's from public) and seeds those that are empty. */
   prepare(url: string, log: (line: string) => void): Promise<void>;
-  /** Its collections. */
-  registry(): Registry;
+  /** Its collections file, served as any other (COLLECTIONS=path). */
+  readonly file: string;
 }
 
 export interface StartOptions {
@@ -156,7 +156,11 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
   for (const limiterUrl of limiterUrls ?? []) recorded.push({ url: limiterUrl, record: await onSession(limiterUrl, recordIdentity) });
   const limiterOrder = limiterUrls === undefined ? undefined : inRecordOrder(recorded);
   const stateUrl = limiterOrder?.[0] ?? directUrl;
-  const cursorSecret = await onSession(stateUrl, (session) => loadCursorSecret(drizzle(session, { schema }), config.cursorSecret));
+  // An earlier release kept the secret on the data database; the limiter databases take it over, once.
+  const inherited = limiterOrder === undefined ? undefined : () => earlierCursorSecret(directUrl);
+  const cursorSecret = await onSession(stateUrl, (session) =>
+    loadCursorSecret(drizzle(session, { schema }), config.cursorSecret, inherited),
+  );
 
   // The direct URL was found to be no pooler: DATABASE_URL, when it is the same, need not be asked again.
   const isPooled = directUrl === url ? (pooledByUrl(url) ?? false) : await pooled(url);
@@ -213,22 +217,28 @@ async function collectionsToServe(
   urls: { directUrl: string; readUrl: string; log: (line: string) => void },
 ): Promise<Registry> {
   const { collections } = config;
+  let path = '';
+  let source = '';
+  // The demo's catalog is read where its tables were just made: a replica may not have them yet.
+  let catalogUrl = urls.readUrl;
   if (collections.kind === 'demo') {
     if (demo === undefined) throw new Error('COLLECTIONS=demo: this entry has no demo to serve; name a collections file');
     await demo.prepare(urls.directUrl, urls.log);
-    return demo.registry();
+    [path, source, catalogUrl] = [demo.file, 'the demo (demo/collections.yaml)', urls.directUrl];
+  } else {
+    [path, source] = [collections.path, collections.path];
   }
   let text: string;
   try {
-    text = await readFile(collections.path, 'utf8');
+    text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new Error(`COLLECTIONS=${collections.path}: the file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    throw new Error(`COLLECTIONS=${path}: the file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
   }
   // prepare: false, as a transaction pooler needs; one catalog read, in one snapshot.
-  const session = postgres(urls.readUrl, { max: 1, onnotice: () => {}, prepare: false });
+  const session = postgres(catalogUrl, { max: 1, onnotice: () => {}, prepare: false });
   try {
-    const registry = await loadRegistry(session, text, collections.path, { serviceSchema: SERVICE_SCHEMA });
-    urls.log(`Serving ${[...registry.keys()].join(', ')} from ${collections.path}`);
+    const registry = await loadRegistry(session, text, source, { serviceSchema: SERVICE_SCHEMA });
+    urls.log(`Serving ${[...registry.keys()].join(', ')} from ${source}`);
     return registry;
   } finally {
     await session.end();

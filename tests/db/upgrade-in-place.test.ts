@@ -242,3 +242,36 @@ t.test(
     t.equal(res.headers.get('x-ratelimit-remaining'), String(900 - 250 - 2), 'the key still has its units used, across both starts');
   },
 );
+
+t.test("with LIMITER_DATABASE_URL, the limiter database takes over the data database's cursor secret at its first start", async (t) => {
+  const data = await emptyDatabase(t);
+  const limiter = await emptyDatabase(t);
+  // That release migrated both; its cursor secret was made on the data database only (its startup read it there).
+  await migrateAsPublicSchemaRelease(t, data.sql);
+  await migrateAsPublicSchemaRelease(t, limiter.sql);
+  const oldSecret = randomBytes(32).toString('base64url');
+  await data.sql`insert into public.settings (name, value) values ('cursor_secret', ${oldSecret})`;
+  await data.sql`insert into public.orders (customer_id, status, total_cents, created_at)
+    select n, 'paid', n * 100, timestamptz '2024-02-01T00:00:00Z' + n * interval '1 hour' from generate_series(1, 5) n`;
+  const dataBefore = await data.sql`select name, value from public.settings order by name`;
+
+  const env = { DATABASE_URL: data.url, LIMITER_DATABASE_URL: limiter.url, COLLECTIONS: 'demo' };
+  let server = await startServer(t, await freePort(), env);
+  const [kept] = await limiter.sql`select value from paginated_collections.settings where name = 'cursor_secret'`;
+  t.equal(kept?.value, oldSecret, "the limiter database keeps the earlier release's secret");
+  t.same(await data.sql`select name, value from public.settings order by name`, dataBefore, 'the data database is only read');
+
+  const first = (await (await get(`${server.url}/v1/orders?page-size=2`)).json()) as { _links: { next: { href: string } } };
+  const token = new URL(first._links.next.href).searchParams.get('cursor')!;
+  const payload = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'));
+  t.equal(token, encodeCursor(oldSecret, payload), "cursors are signed with the earlier release's secret");
+  t.equal((await get(`${server.url}/v1/orders?page-size=2&cursor=${encodeCursor(oldSecret, payload)}`)).status, 200);
+
+  // Once kept, it is the limiter database's own: a later change on the data database is not taken.
+  t.equal(await stopProcess(server.child), 0);
+  await data.sql`update public.settings set value = ${randomBytes(32).toString('base64url')} where name = 'cursor_secret'`;
+  server = await startServer(t, await freePort(), env);
+  const again = (await (await get(`${server.url}/v1/orders?page-size=2`)).json()) as { _links: { next: { href: string } } };
+  const tokenAgain = new URL(again._links.next.href).searchParams.get('cursor')!;
+  t.equal(tokenAgain, encodeCursor(oldSecret, JSON.parse(Buffer.from(tokenAgain.split('.')[1]!, 'base64url').toString('utf8'))));
+});

@@ -474,7 +474,9 @@ t.test('team tables', async (t) => {
         `/v1/playlist_track?cursor=${encodeCursor(served.secret, { v: 'cursor', c: 'playlist_track', f: [], s: 'playlist_id,track_id', k })}`,
       );
     t.equal((await track([1, '9007199254740995'])).status, 200);
-    t.equal((await track([1, 9007199254740990])).status, 400, 'an int8 key value as a number');
+    // A safe integer is taken as a number too (the demo's cursors carried their ids so), but no number past it.
+    t.equal((await track([1, 9007199254740990])).status, 200, 'an int8 key value as a safe integer');
+    t.equal((await track([1, 9007199254740994])).status, 400, 'an int8 key value as a number past 2^53');
     t.equal((await track(['1', '9007199254740995'])).status, 400, 'an int4 key value as text');
   });
 
@@ -544,10 +546,8 @@ t.test('team tables', async (t) => {
     const things = collectionOf(collections.find((collection) => collection.name === 'things')!);
     t.equal(things.cost.indexed.at_utc, 1_000, 'the time variant’s order is priced by its index');
     t.same(collectionOf(collections.find((collection) => collection.name === 'playlist_track')!).key, ['playlist_id', 'track_id']);
-    t.same(collectionOf(collections.find((collection) => collection.name === 'shows')!).defaultSort, [
-      { field: 'year', descending: true },
-      { field: 'show_id', descending: true },
-    ]);
+    // The key follows as the tie-breaker (lib/pagination/sort.ts), so the default order is written without it.
+    t.same(collectionOf(collections.find((collection) => collection.name === 'shows')!).defaultSort, [{ field: 'year', descending: true }]);
   });
 
   t.test('a partitioned table through its parent, in another schema', async (t) => {
