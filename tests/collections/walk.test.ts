@@ -49,6 +49,12 @@ collections:
     defaultVariant: time
     timeColumn: at
     pageSize: { max: 6 }
+  - relation: team.playlist_track
+    name: plays_by_time
+    variants: [time, cursor]
+    defaultVariant: time
+    timeColumn: added
+    pageSize: { max: 8 }
   - relation: team.shows_seen
     key: [show_id]
     order: -year
@@ -107,7 +113,9 @@ t.test('walk', async (t) => {
         'rates cursor: 6 items in 2 requests: ok',
         'events time (after=0001-01-01T00:00:00Z): 25 items in 5 requests: ok',
         'events cursor (since_id=0): 25 items in 5 requests: ok',
-        `${file}: 4 collections walked, every key exactly once`,
+        'plays_by_time time (after=0001-01-01T00:00:00): 36 items in 5 requests: ok',
+        'plays_by_time cursor: not walked: page-size alone starts the time variant, its default, and since_id needs a key of one integer column',
+        `${file}: 5 collections walked, every key exactly once`,
         '',
       ].join('\n'),
     );
