@@ -2,20 +2,25 @@
 //   init [--schema NAME]...  prints a starting file for DATABASE_URL's database (schema public unless named)
 //   check [FILE]             checks FILE (default: COLLECTIONS) against DATABASE_URL's database and reports,
 //                            for each sort and filter, the index that serves it or what it costs without one
-// Output is the file (init) or the report (check) on stdout; every error is one line on stderr, with exit code 1.
+//   walk [FILE] --url URL    walks every collection of FILE through the service at URL, in each variant, to the end,
+//                            and compares the items' keys with a SELECT of the relation on DATABASE_URL
+// Output is the file (init) or the report (check, walk) on stdout; every error is one line on stderr, with exit code 1.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import postgres, { type Sql } from 'postgres';
 import { parse as parseYaml } from 'yaml';
+import { createClient } from '../client/index.ts';
 import { databaseIdentity } from '../db/identity.ts';
 import { SERVICE_SCHEMA } from '../db/service-schema.ts';
 import { readCatalog } from '../lib/catalog/read.ts';
 import { schemaNames } from '../lib/catalog/schemas.ts';
 import { initFile } from '../lib/collections/init.ts';
+import type { Collection } from '../lib/collections/model.ts';
 import { parseCollectionsFile } from '../lib/collections/parse.ts';
 import { CollectionsFileError } from '../lib/collections/problems.ts';
 import { checkReport } from '../lib/collections/report.ts';
 import { resolveCollections } from '../lib/collections/resolve.ts';
+import { walkCollections } from './collections-walk.ts';
 
 const USAGE = [
   'Usage: npm run --silent collections -- <command>',
@@ -23,6 +28,10 @@ const USAGE = [
   '                            --schema again for more): npm run --silent collections -- init > collections.yaml',
   "  check [FILE]              check FILE (default: the COLLECTIONS variable) against DATABASE_URL's database: which index",
   '                            serves each sort and filter, or what it costs without one; exit code 1 when it cannot be served',
+  '  walk [FILE] --url URL [--key KEY]',
+  '                            walk every collection of FILE through the service at URL to the end, in each variant it',
+  "                            offers, and compare the items' keys with a SELECT of the relation on DATABASE_URL: every",
+  '                            key exactly once; exit code 1 on any mismatch. --key: an API key to walk on its tier',
 ].join('\n');
 
 /** A failure told in one line on stderr (exit code 1), with no stack trace. */
@@ -36,19 +45,21 @@ async function main(args: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   }
   if (command === 'init') return init(rest, env);
   if (command === 'check') return check(rest, env);
+  if (command === 'walk') return walk(rest, env);
   throw new CliError(
-    `${command === undefined ? 'No command' : `Unknown command ${JSON.stringify(command)}`}: expected init or check (npm run --silent collections -- help)`,
+    `${command === undefined ? 'No command' : `Unknown command ${JSON.stringify(command)}`}: expected init, check or walk (npm run --silent collections -- help)`,
   );
 }
 
-function options(command: string, args: readonly string[], schema: boolean) {
+const COMMAND_OPTIONS = {
+  init: { schema: { type: 'string', multiple: true } },
+  check: {},
+  walk: { url: { type: 'string' }, key: { type: 'string' } },
+} as const;
+
+function options<C extends keyof typeof COMMAND_OPTIONS>(command: C, args: readonly string[]) {
   try {
-    return parseArgs({
-      args: [...args],
-      options: schema ? { schema: { type: 'string', multiple: true } } : {},
-      strict: true,
-      allowPositionals: !schema,
-    });
+    return parseArgs({ args: [...args], options: COMMAND_OPTIONS[command], strict: true, allowPositionals: command !== 'init' });
   } catch (error) {
     // node's messages name internals after the first sentence.
     throw new CliError(`Invalid arguments to ${command}: ${(error as Error).message.split(/\.(?:\s|$)/)[0]}`);
@@ -56,7 +67,7 @@ function options(command: string, args: readonly string[], schema: boolean) {
 }
 
 async function init(args: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const { values } = options('init', args, true);
+  const { values } = options('init', args);
   const schemas = [...new Set((values.schema as string[] | undefined) ?? ['public'])];
   const text = await withDatabase('init', env, async (sql) => {
     const existing = await schemaNames(sql);
@@ -78,15 +89,86 @@ async function init(args: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
 }
 
 async function check(args: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const { positionals } = options('check', args, false);
-  if (positionals.length > 1) throw new CliError(`check takes one file, got ${positionals.length}`);
+  const { positionals } = options('check', args);
+  const file = fileOf('check', positionals, env);
+  const resolved = await resolveFile('check', file, env);
+  if (resolved.collections === undefined) return cannotServe(file, resolved.problems);
+  const { collections, problems } = resolved;
+  const report = checkReport(collections);
+  if (report.length > 0) process.stdout.write(`${report.join('\n')}\n`);
+  if (problems.length > 0) return cannotServe(file, problems);
+  const count = `${collections.length} collection${collections.length === 1 ? '' : 's'}`;
+  process.stdout.write(`${file} can be served: ${count}\n`);
+  return 0;
+}
+
+async function walk(args: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const { positionals, values } = options('walk', args);
+  const file = fileOf('walk', positionals, env);
+  const url = values.url;
+  if (url === undefined) throw new CliError('walk needs the service to walk: --url http://host:port');
+  let origin: string;
+  try {
+    const parsed = new URL(url);
+    if (!['http:', 'https:'].includes(parsed.protocol)) throw new TypeError('not http');
+    // A path is kept: a service behind a proxy may live under one (PUBLIC_URL).
+    origin = `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    throw new CliError(`Invalid --url ${JSON.stringify(url)}: expected the service's http:// or https:// URL`);
+  }
+  const resolved = await resolveFile('walk', file, env);
+  if (resolved.collections === undefined || resolved.problems.length > 0) return cannotServe(file, resolved.problems);
+  const served = await servedCollections(origin, values.key);
+  const absent = resolved.collections.filter((collection) => !served.has(collection.name)).map((collection) => collection.name);
+  if (absent.length > 0) throw new CliError(`The service at ${origin} does not serve ${absent.join(', ')} (is it serving ${file}?)`);
+  const ok = await withDatabase('walk', env, (sql) =>
+    walkCollections(sql, resolved.collections, {
+      url: origin,
+      ...(values.key === undefined ? {} : { apiKey: values.key }),
+      write: (line) => process.stdout.write(`${line}\n`),
+    }),
+  );
+  const count = `${resolved.collections.length} collection${resolved.collections.length === 1 ? '' : 's'}`;
+  process.stdout.write(ok ? `${file}: ${count} walked, every key exactly once\n` : `${file}: ${count} walked, with mismatches\n`);
+  return ok ? 0 : 1;
+}
+
+/** The collections the service lists under /v1; one that cannot be reached is a CliError. */
+async function servedCollections(origin: string, key: string | undefined): Promise<Set<string>> {
+  const client = createClient({ baseUrl: origin, ...(key === undefined ? {} : { apiKey: key }) });
+  let index: { _links?: Record<string, unknown> };
+  try {
+    index = (await client.get('/v1')) as typeof index;
+  } catch (error) {
+    const { cause, message } = error as Error & { cause?: NodeJS.ErrnoException };
+    const reason = cause?.code === 'ECONNREFUSED' ? 'connection refused' : (cause?.message ?? message);
+    throw new CliError(`Cannot reach the service at ${origin}: ${reason}`);
+  }
+  return new Set(Object.keys(index._links ?? {}).filter((name) => name !== 'self'));
+}
+
+/** The file named on the command line, else COLLECTIONS; a CliError saying how to name one without either. */
+function fileOf(command: string, positionals: readonly string[], env: NodeJS.ProcessEnv): string {
+  if (positionals.length > 1) throw new CliError(`${command} takes one file, got ${positionals.length}`);
   const file = positionals[0] ?? nonEmpty(env.COLLECTIONS);
   if (file === undefined) {
     throw new CliError(
-      'No collections file: name it (npm run --silent collections -- check collections.yaml) or set COLLECTIONS; ' +
+      `No collections file: name it (npm run --silent collections -- ${command} collections.yaml) or set COLLECTIONS; ` +
         'init writes one (npm run --silent collections -- init > collections.yaml)',
     );
   }
+  return file;
+}
+
+/**
+ * The file read, parsed and resolved against DATABASE_URL's catalog, as start-up does it: its collections and
+ * problems, or only the problems of a file whose shape is wrong (nothing to resolve then).
+ */
+async function resolveFile(
+  command: string,
+  file: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ collections: readonly Collection[]; problems: readonly string[] } | { collections: undefined; problems: readonly string[] }> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -99,16 +181,10 @@ async function check(args: readonly string[], env: NodeJS.ProcessEnv): Promise<n
     parsed = parseCollectionsFile(text, file);
   } catch (error) {
     if (!(error instanceof CollectionsFileError)) throw error;
-    return cannotServe(file, error.problems);
+    return { collections: undefined, problems: error.problems };
   }
-  const catalog = await withDatabase('check', env, (sql) => readCatalog(sql, { serviceSchema: SERVICE_SCHEMA }));
-  const { collections, problems } = resolveCollections(parsed, catalog, file);
-  const report = checkReport(collections);
-  if (report.length > 0) process.stdout.write(`${report.join('\n')}\n`);
-  if (problems.length > 0) return cannotServe(file, problems);
-  const count = `${collections.length} collection${collections.length === 1 ? '' : 's'}`;
-  process.stdout.write(`${file} can be served: ${count}\n`);
-  return 0;
+  const catalog = await withDatabase(command, env, (sql) => readCatalog(sql, { serviceSchema: SERVICE_SCHEMA }));
+  return resolveCollections(parsed, catalog, file);
 }
 
 function cannotServe(file: string, problems: readonly string[]): number {

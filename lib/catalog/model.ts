@@ -98,6 +98,11 @@ export interface Relation extends QualifiedName {
    * of its rows; undefined when never vacuumed or analyzed, and for a view.
    */
   readonly estimatedRows: number | undefined;
+  /**
+   * pg_class.relispopulated: false for a materialized view made or refreshed WITH NO DATA, which every SELECT
+   * refuses until REFRESH MATERIALIZED VIEW; true for every other relation.
+   */
+  readonly populated: boolean;
 }
 
 export interface CatalogModel {

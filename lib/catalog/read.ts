@@ -19,6 +19,7 @@ interface RelationRow {
   schema: string;
   name: string;
   relkind: string;
+  populated: boolean;
   estimate: number | null;
   parent_schema: string | null;
   parent_name: string | null;
@@ -56,7 +57,7 @@ export async function readCatalog(sql: Sql, options: ReadCatalogOptions): Promis
 async function readIn(tx: TransactionSql, { schemas, serviceSchema }: ReadCatalogOptions): Promise<CatalogModel> {
   const excluded = [...SYSTEM_SCHEMAS, serviceSchema];
   const relations = await tx<RelationRow[]>`
-    select c.oid, n.nspname as schema, c.relname as name, c.relkind,
+    select c.oid, n.nspname as schema, c.relname as name, c.relkind, c.relispopulated as populated,
       case
         when c.relkind = 'p' then (
           select sum(leaf.reltuples)::float8 from pg_partition_tree(c.oid) tree join pg_class leaf on leaf.oid = tree.relid
@@ -156,6 +157,7 @@ async function readIn(tx: TransactionSql, { schemas, serviceSchema }: ReadCatalo
         uniqueKeys: uniqueKeys(indexesOf.get(row.oid) ?? [], relationIndexes, byAttnum),
         indexes: relationIndexes,
         estimatedRows: row.estimate ?? undefined,
+        populated: row.populated,
       };
     }),
   };

@@ -103,6 +103,7 @@ function viewEntry(relation: Relation, names: Set<string>): string[] | string {
     variants: ['offset', 'page', 'cursor'],
     defaultVariant: 'cursor',
   };
+  if (!relation.populated) notes.push('not populated: REFRESH MATERIALIZED VIEW it before serving it');
   return [...entryLines(entry), ...notes.map((note) => `  # ${note}`)];
 }
 

@@ -50,7 +50,10 @@ function sortOf(collection: Collection, text: unknown): SortKey[] {
   if (typeof text !== 'string') throw invalidCursor('malformed');
   const keys = splitSort(text);
   const fields = keys.map((key) => key.field);
-  const known = fields.every((field) => collection.key.includes(field) || collection.sortKeys.includes(field));
+  // A request may sort by the sort keys only, but the default order may name other columns (an order no index
+  // serves, which the file accepts): its cursors carry it whole.
+  const isDefault = text === sortParam(withTieBreaker(collection.defaultSort, collection.key));
+  const known = isDefault || fields.every((field) => collection.key.includes(field) || collection.sortKeys.includes(field));
   // A sort as the service writes them: ending with the key, each field once.
   const complete = sortParam(withTieBreaker(keys, collection.key)) === text;
   if (!known || !complete || new Set(fields).size !== fields.length) throw invalidCursor('malformed');

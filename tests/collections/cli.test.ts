@@ -1,36 +1,14 @@
 // `npm run collections -- init | check` (scripts/collections.ts), run as the operator runs it: a child process over a test database.
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { readCatalog } from '../../lib/catalog/read.ts';
 import { parseCollectionsFile } from '../../lib/collections/parse.ts';
 import { resolveCollections } from '../../lib/collections/resolve.ts';
 import { makeFixture } from '../catalog/fixture.ts';
+import { runCollections as run } from '../helpers/collections-cli.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { freePort } from '../helpers/processes.ts';
-
-const SCRIPT = fileURLToPath(new URL('../../scripts/collections.ts', import.meta.url));
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** The script with `args`, in `cwd`, with only PATH and `env` in its environment (no DATABASE_URL nor COLLECTIONS of ours). */
-function run(args: readonly string[], env: Record<string, string>, cwd: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SCRIPT, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 t.test('init and check against a database', async (t) => {
   const database = await testDatabase(t);
@@ -180,8 +158,8 @@ t.test('init and check against a database', async (t) => {
     const port = await freePort();
     const refused = `postgres://postgres@127.0.0.1:${port}/nothing`;
     const cases: [string, string[], Record<string, string>, string][] = [
-      ['no command', [], env, 'No command: expected init or check (npm run --silent collections -- help)'],
-      ['an unknown command', ['inti'], env, 'Unknown command "inti": expected init or check (npm run --silent collections -- help)'],
+      ['no command', [], env, 'No command: expected init, check or walk (npm run --silent collections -- help)'],
+      ['an unknown command', ['inti'], env, 'Unknown command "inti": expected init, check or walk (npm run --silent collections -- help)'],
       [
         'no DATABASE_URL',
         ['init'],

@@ -84,6 +84,14 @@ t.test('init over the fixture', async (t) => {
     );
   });
 
+  t.test('a materialized view not populated: its entry says to refresh it', async (t) => {
+    await database.sql.unsafe('create schema later; create materialized view later.counts as select 1 as n with no data');
+    t.teardown(() => database.sql.unsafe('drop schema later cascade'));
+    const file = initFile(await readCatalog(database.sql, { schemas: ['later'], serviceSchema: 'service' }));
+    t.match(file, '  # - relation: later.counts\n');
+    t.match(file, '  #   # not populated: REFRESH MATERIALIZED VIEW it before serving it\n');
+  });
+
   t.test('names: the same relation name in two schemas, a name that is no collection name', async (t) => {
     await database.sql.unsafe(`
       create table public.films (id int primary key);

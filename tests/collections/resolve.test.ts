@@ -139,6 +139,26 @@ t.test('files against the fixture', async (t) => {
     ]);
   });
 
+  t.test('a materialized view not populated: a problem until it is refreshed', async (t) => {
+    await database.sql.unsafe(
+      'create materialized view shop.rating_counts as select rating, count(*) as films from shop.films group by rating with no data',
+    );
+    t.teardown(() => database.sql.unsafe('drop materialized view shop.rating_counts'));
+    const file = 'collections: [{relation: shop.rating_counts, key: [rating], unindexedSorts: true}]';
+    const before = await readCatalog(database.sql, { schemas: ['shop'], serviceSchema: 'service' });
+    t.same(problems(before, file), [
+      'Invalid collections file collections.yaml, collection rating_counts: shop.rating_counts is a materialized view that has not been populated: REFRESH MATERIALIZED VIEW it first',
+    ]);
+    await database.sql.unsafe('refresh materialized view shop.rating_counts');
+    const after = await readCatalog(database.sql, { schemas: ['shop'], serviceSchema: 'service' });
+    t.same(problems(after, file), []);
+    t.equal(
+      catalog.relations.find((relation) => relation.name === 'film_counts')?.populated,
+      true,
+      'a materialized view made with its data is populated',
+    );
+  });
+
   t.test('overrides: page sizes, count threshold, cost', async (t) => {
     const films = only(
       catalog,

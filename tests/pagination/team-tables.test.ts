@@ -123,6 +123,11 @@ collections:
     key: [show_id]
     sort: [year]
     unindexedSorts: true
+  - relation: team.show_titles
+    name: show_titles_by_year
+    key: [show_id]
+    order: -year
+    unindexedSorts: true
   - relation: team.playlist_track
     variants: [offset, page, cursor, time]
     timeColumn: added
@@ -497,6 +502,17 @@ t.test('team tables', async (t) => {
       key: ['show_id'],
       sorts: ['', 'year', '-year'],
     });
+  });
+
+  t.test('a default order by a column that is no sort key: its cursors are taken back', async (t) => {
+    await walkSorts(t, served, {
+      collection: 'show_titles_by_year',
+      relation: 'team.show_titles',
+      key: ['show_id'],
+      sorts: [''],
+      defaultOrder: '-year',
+    });
+    t.equal((await served.get('/v1/show_titles_by_year?sort=-year')).status, 400, 'a request may not ask for it by sort');
   });
 
   t.test('a composite key with an int8 part past 2^53, and the time variant over a timestamp without time zone', async (t) => {

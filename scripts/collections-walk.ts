@@ -1,0 +1,216 @@
+// `npm run collections -- walk`: each collection of a resolved file walked to the end through a running service, in
+// every variant it offers, its items' keys compared with a SELECT of the relation (docs/collections.md, "Tools").
+import type { Sql } from 'postgres';
+import { createClient, type FetchFunction } from '../client/index.ts';
+import { qualifiedName } from '../lib/catalog/model.ts';
+import type { Collection } from '../lib/collections/model.ts';
+
+export interface WalkOptions {
+  /** The service's origin, e.g. http://localhost:3000. */
+  readonly url: string;
+  /** An API key, so that the walk is counted on its tier rather than the anonymous one. */
+  readonly apiKey?: string;
+  /** Prints one line of the report. */
+  readonly write: (line: string) => void;
+}
+
+/** How a walk of one variant begins, and which rows it reaches. */
+interface Start {
+  readonly variant: string;
+  readonly query: Record<string, string>;
+  /** The rows it reaches, as a condition on the relation's rows (all of them when absent). */
+  readonly where?: string;
+  /** Why no request can start it: it is not walked. */
+  readonly unreachable?: string;
+}
+
+/** A number of a chunk as its text: a bigint or numeric key past 2^53 would lose digits as a JS number. */
+class NumberText {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
+type Reviver = (key: string, value: unknown, context: { source?: string }) => unknown;
+const parseExact = (text: string): unknown =>
+  (JSON.parse as (text: string, reviver: Reviver) => unknown)(text, (_key, value, context) =>
+    typeof value === 'number' ? new NumberText(context.source!) : value,
+  );
+
+/** Most keys a line names of each kind: the rest are counted. */
+const SHOWN = 5;
+/** The earliest instant `after` takes (docs/api.md, "Timestamps"): a walk from the oldest starts there. */
+const EARLIEST = '0001-01-01T00:00:00';
+
+/**
+ * Walks every collection in every variant it offers and prints a line for each walk: the items, the requests, and
+ * `ok` or the keys missing, repeated or not in the relation. True when every walk matched its SELECT.
+ */
+export async function walkCollections(sql: Sql, collections: readonly Collection[], options: WalkOptions): Promise<boolean> {
+  let ok = true;
+  for (const collection of collections) {
+    let expected: Map<string, string[]>;
+    try {
+      expected = await relationKeys(sql, collection);
+    } catch (error) {
+      options.write(`${collection.name}: cannot SELECT its keys: ${(error as Error).message}`);
+      ok = false;
+      continue;
+    }
+    for (const start of startsOf(collection)) {
+      if (start.unreachable !== undefined) {
+        options.write(`${collection.name} ${start.variant}: not walked: ${start.unreachable}`);
+        continue;
+      }
+      const line = await walkOne(sql, collection, start, expected, options);
+      options.write(`${collection.name} ${start.variant}: ${line.text}`);
+      ok &&= line.ok;
+    }
+  }
+  return ok;
+}
+
+/** The first request of each variant the collection offers: the largest page, the default order, no filter. */
+function startsOf(collection: Collection): Start[] {
+  const max = String(collection.pageSize.max);
+  const starts: Start[] = [];
+  for (const variant of collection.variants) {
+    if (variant === 'offset') starts.push({ variant, query: { limit: max, offset: '0' } });
+    if (variant === 'page') starts.push({ variant, query: { page: '0', 'page-size': max } });
+    if (variant === 'cursor' && collection.defaultVariant !== 'time') starts.push({ variant, query: { 'page-size': max } });
+    if (variant === 'cursor' && collection.defaultVariant === 'time') {
+      // page-size alone starts the time variant where it is the default: only since_id starts a cursor walk then
+      // (docs/api.md, "Choosing the variant"), from 0, over a key of one integer column.
+      const [key, ...more] = collection.key.columns;
+      const field = collection.fields.find((candidate) => candidate.column.name === key)!;
+      if (more.length > 0 || field.kind !== 'integer') {
+        const why = 'page-size alone starts the time variant, its default, and since_id needs a key of one integer column';
+        starts.push({ variant, query: {}, unreachable: why });
+        continue;
+      }
+      starts.push({ variant: 'cursor (since_id=0)', query: { since_id: '0', 'page-size': max }, where: `${quote(key!)} > 0` });
+    }
+    if (variant === 'time') {
+      const time = collection.fields.find((field) => field.column.name === collection.timeColumn)!;
+      const after = time.kind === 'timestamptz' ? `${EARLIEST}Z` : EARLIEST;
+      starts.push({ variant: `time (after=${after})`, query: { after, 'page-size': max } });
+    }
+  }
+  return starts;
+}
+
+interface Line {
+  readonly ok: boolean;
+  readonly text: string;
+}
+
+async function walkOne(
+  sql: Sql,
+  collection: Collection,
+  start: Start,
+  expected: ReadonlyMap<string, string[]>,
+  options: WalkOptions,
+): Promise<Line> {
+  let requests = 0;
+  let limited = 0;
+  const counting: FetchFunction = async (input, init) => {
+    const response = await fetch(input, init);
+    requests++;
+    if (response.status === 429) limited++;
+    if (response.ok) Object.defineProperty(response, 'json', { value: async () => parseExact(await response.text()) });
+    return response;
+  };
+  // Waits as long as the service says: a walk on the anonymous allowance waits out many a window.
+  const client = createClient({
+    baseUrl: options.url,
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    maxWaitSeconds: 3600,
+    maxRetries: 100,
+    fetch: counting,
+  });
+  const fields = collection.key.columns.map((column) => collection.fields.find((field) => field.column.name === column)!.name);
+  const walked: (string | null)[][] = [];
+  let failure: string | undefined;
+  try {
+    // The client's types are the demo's; the walk reads only the items' key fields.
+    const listing = client.list(collection.name as 'products', start.query as never);
+    for await (const chunk of listing.chunks()) {
+      const items = (chunk as unknown as Record<string, Record<string, unknown>[]>)[collection.name] ?? [];
+      for (const item of items) walked.push(fields.map((field) => valueText(item[field])));
+    }
+  } catch (error) {
+    failure = (error as Error).message;
+  }
+  const waited = limited === 0 ? '' : ` (${limited} answered 429 and waited out)`;
+  const done = `${walked.length} items in ${requests} request${requests === 1 ? '' : 's'}${waited}`;
+  if (failure !== undefined) return { ok: false, text: `${done}, then ${failure}` };
+
+  let found: string[][];
+  try {
+    found = await normalisedKeys(sql, collection, walked);
+  } catch (error) {
+    return { ok: false, text: `${done}; their keys do not read back as the columns' types: ${(error as Error).message}` };
+  }
+  const reached = start.where === undefined ? expected : await relationKeys(sql, collection, start.where);
+  const seen = new Map<string, number>();
+  for (const key of found) seen.set(JSON.stringify(key), (seen.get(JSON.stringify(key)) ?? 0) + 1);
+  const missing = [...reached.entries()].filter(([text]) => !seen.has(text)).map(([, key]) => key);
+  const repeated = [...seen.entries()].filter(([text, times]) => times > 1 && reached.has(text)).map(([text]) => JSON.parse(text));
+  const extra = [...seen.keys()].filter((text) => !reached.has(text)).map((text) => JSON.parse(text));
+  if (missing.length + repeated.length + extra.length === 0) return { ok: true, text: `${done}: ok` };
+  const parts = [
+    keysText(missing, 'missing'),
+    keysText(repeated, 'more than once'),
+    keysText(extra, `not in ${qualifiedName(collection.relation)}`),
+  ].filter((part) => part !== undefined);
+  return { ok: false, text: `${done}: ${parts.join('; ')}` };
+}
+
+/** A key field's value as the text PostgreSQL reads it back from: numbers as printed, strings as they are. */
+function valueText(value: unknown): string | null {
+  if (value instanceof NumberText) return value.text;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean') return String(value);
+  return null;
+}
+
+/**
+ * The walked keys as the relation's own `column::text` would print them: each value read back through its column's
+ * type in the same session (so a timestamp, a numeric or an interval compares as PostgreSQL prints it, whatever the
+ * service's JSON made of it), in the order walked.
+ */
+async function normalisedKeys(sql: Sql, collection: Collection, walked: readonly (string | null)[][]): Promise<string[][]> {
+  if (walked.length === 0) return [];
+  const columns = collection.key.columns;
+  const read = columns.map((column, at) => {
+    const { type } = collection.fields.find((field) => field.column.name === column)!.column;
+    return `(u.k${at}::${quote(type.schema)}.${quote(type.name)})::text`;
+  });
+  const parameters = columns.map((_, at) => `$${at + 1}::text[]`);
+  const names = columns.map((_, at) => `k${at}`);
+  const rows = await sql.unsafe(
+    `select array[${read.join(', ')}] as key from unnest(${parameters.join(', ')}) with ordinality as u(${names.join(', ')}, n) order by u.n`,
+    columns.map((_, at) => walked.map((key) => key[at]!)) as never[],
+  );
+  return rows.map((row) => row.key as string[]);
+}
+
+/** Every key of the relation (of its rows matching `where`), as `column::text`, by its JSON text. */
+async function relationKeys(sql: Sql, collection: Collection, where = 'true'): Promise<Map<string, string[]>> {
+  const columns = collection.key.columns.map((column) => `${quote(column)}::text`);
+  const { schema, name } = collection.relation;
+  const rows = await sql.unsafe(`select array[${columns.join(', ')}] as key from ${quote(schema)}.${quote(name)} where ${where}`);
+  return new Map(rows.map((row) => [JSON.stringify(row.key), row.key as string[]]));
+}
+
+function keysText(keys: readonly (string | null)[][], what: string): string | undefined {
+  if (keys.length === 0) return undefined;
+  const shown = keys.slice(0, SHOWN).map((key) => (key.length === 1 ? String(key[0]) : `(${key.join(', ')})`));
+  const more = keys.length > SHOWN ? `, … ${keys.length - SHOWN} more` : '';
+  return `${keys.length} ${what}: ${shown.join(', ')}${more}`;
+}
+
+function quote(identifier: string): string {
+  return `"${identifier.replaceAll('"', '""')}"`;
+}
