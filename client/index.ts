@@ -2,22 +2,31 @@
 // 429s, retries 503s, throws problems as typed errors. Only `fetch`: it runs in Node, Deno, Bun and a browser.
 import type { components, paths } from './openapi.ts';
 
-/** The collections the service's document lists: every `/v1/{name}` path that answers GET. */
-export type CollectionName = {
-  [P in keyof paths]: P extends `/v1/${infer Name}` ? (paths[P]['get'] extends { parameters: unknown } ? Name : never) : never;
-}[keyof paths];
+/**
+ * The paths of a service's document as openapi-typescript writes them: by default this service's own (./openapi.ts),
+ * or a team's, generated from its running service (`npm run client:types -- --from URL --out FILE`).
+ */
+export type Paths = object;
 
-type Operation<N extends CollectionName> = paths[`/v1/${N}`]['get'];
+/** The collections the service's document lists: every `/v1/{name}` path that answers GET. */
+export type CollectionName<P extends Paths = paths> = {
+  [K in keyof P]: K extends `/v1/${infer Name}` ? (P[K] extends { get: { parameters: unknown } } ? Name : never) : never;
+}[keyof P];
+
+type Operation<N extends string, P extends Paths> = P extends { [K in `/v1/${N}`]: { get: infer O } } ? O : never;
 
 /** The query parameters a collection takes: its variants' parameters and its filters, as spelled on the wire. */
-export type Query<N extends CollectionName> = NonNullable<Operation<N> extends { parameters: { query?: infer Q } } ? Q : never>;
+export type Query<N extends CollectionName<P>, P extends Paths = paths> = NonNullable<
+  Operation<N, P> extends { parameters: { query?: infer Q } } ? Q : never
+>;
 
 /** A chunk of a collection, of any of its variants. */
-export type Chunk<N extends CollectionName> =
-  Operation<N> extends { responses: { 200: { content: { 'application/json': infer C } } } } ? C : never;
+export type Chunk<N extends CollectionName<P>, P extends Paths = paths> =
+  Operation<N, P> extends { responses: { 200: { content: { 'application/json': infer C } } } } ? C : never;
 
 /** An item of a collection. */
-export type Item<N extends CollectionName> = Chunk<N> extends infer C ? (C extends { [K in N]: (infer I)[] } ? I : never) : never;
+export type Item<N extends CollectionName<P>, P extends Paths = paths> =
+  Chunk<N, P> extends infer C ? (C extends { [K in N]: (infer I)[] } ? I : never) : never;
 
 export type Problem = components['schemas']['Problem'];
 export type ErrorCode = Problem['code'];
@@ -78,12 +87,12 @@ export interface ListOptions {
 }
 
 /** A walk of a collection: iterate it for items, or its chunks() for whole chunks. */
-export interface Listing<N extends CollectionName> extends AsyncIterable<Item<N>> {
-  chunks(): AsyncIterable<Chunk<N>>;
+export interface Listing<N extends CollectionName<P>, P extends Paths = paths> extends AsyncIterable<Item<N, P>> {
+  chunks(): AsyncIterable<Chunk<N, P>>;
 }
 
-export interface Client {
-  list<N extends CollectionName>(collection: N, query?: Query<N>, options?: ListOptions): Listing<N>;
+export interface Client<P extends Paths = paths> {
+  list<N extends CollectionName<P>>(collection: N, query?: Query<N, P>, options?: ListOptions): Listing<N, P>;
   /** GET one URL of the service (a path, or a link it gave) with the client's waits and retries; the parsed body. */
   get(url: string, signal?: AbortSignal): Promise<unknown>;
 }
@@ -130,7 +139,11 @@ async function problemOf(response: Response): Promise<Error> {
   return new Error(`Unexpected response: ${response.status} ${response.statusText} from ${response.url}`);
 }
 
-export function createClient(options: ClientOptions): Client {
+/**
+ * A client of the service. Typed by this service's own document unless given another's `paths`:
+ * `createClient<paths>({ baseUrl })` with `paths` from a team's generated file.
+ */
+export function createClient<P extends Paths = paths>(options: ClientOptions): Client<P> {
   const base = options.baseUrl.replace(/\/+$/, '');
   const fetcher = options.fetch ?? globalThis.fetch.bind(globalThis);
   const maxWait = options.maxWaitSeconds ?? 60;
@@ -190,14 +203,14 @@ export function createClient(options: ClientOptions): Client {
     return `${base}/v1/${encodeURIComponent(collection)}${text ? `?${text}` : ''}`;
   }
 
-  function list<N extends CollectionName>(collection: N, query?: Query<N>, listOptions: ListOptions = {}): Listing<N> {
+  function list<N extends CollectionName<P>>(collection: N, query?: Query<N, P>, listOptions: ListOptions = {}): Listing<N, P> {
     const { follow = 'next', interval = 5000, signal } = listOptions;
-    async function* chunks(): AsyncGenerator<Chunk<N>> {
+    async function* chunks(): AsyncGenerator<Chunk<N, P>> {
       let url: string | undefined = firstUrl(collection, query as Record<string, unknown> | undefined);
       try {
         while (url !== undefined) {
           const chunk = await get(url, signal);
-          yield chunk as Awaited<Chunk<N>>;
+          yield chunk as Awaited<Chunk<N, P>>;
           const { next, poll } = (chunk as { _links: Record<string, { href: string } | undefined> })._links;
           if (next) {
             url = next.href;
@@ -215,7 +228,7 @@ export function createClient(options: ClientOptions): Client {
     return {
       chunks,
       async *[Symbol.asyncIterator]() {
-        for await (const chunk of chunks()) yield* (chunk as unknown as Record<N, Item<N>[]>)[collection];
+        for await (const chunk of chunks()) yield* (chunk as unknown as Record<N, Item<N, P>[]>)[collection];
       },
     };
   }

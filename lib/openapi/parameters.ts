@@ -5,8 +5,9 @@ import { sinceIdField } from '../pagination/cursor.ts';
 import { MAX_CURSOR_LENGTH } from '../pagination/cursor-token.ts';
 import { MAX_IN_VALUES, MAX_TEXT_LENGTH } from '../pagination/filters.ts';
 import { MAX_SAFE } from '../pagination/params.ts';
-import type { Collection, FieldType, FilterOp, VariantName } from '../pagination/registry.ts';
+import type { Collection, Field, FilterOp, VariantName } from '../pagination/registry.ts';
 import { RFC3339 } from '../pagination/timestamps.ts';
+import { ACCEPTED } from '../pagination/values.ts';
 import { takes, variantParams } from '../pagination/variant-params.ts';
 
 type Schema = Record<string, unknown>;
@@ -21,6 +22,12 @@ export interface Parameter {
 }
 
 type VariantParam = (typeof variantParams)[VariantName]['takes'][number];
+
+/** `before` and `after`: RFC 3339 with an offset over a timestamptz, a timestamp without time zone over one. */
+function timeSchema({ fields, timeField }: Collection): Schema {
+  const field = fields.get(timeField ?? '');
+  return field?.type === 'localTimestamp' ? valueSchema(field) : timestamp;
+}
 
 const timestamp: Schema = {
   type: 'string',
@@ -59,15 +66,31 @@ const variantParamDocs: Record<VariantParam, (collection: Collection) => { descr
   since_id: (collection) => {
     const field = sinceIdField(collection);
     if (field === undefined) return undefined;
-    const maximum =
-      field.type === 'bigint' ? MAX_SAFE : field.type === 'smallint' ? 2 ** 15 - 1 : field.type === 'integer' ? 2 ** 31 - 1 : undefined;
-    return {
-      description: `Items with an \`${field.name}\` greater than it, ascending by \`${field.name}\`.`,
-      schema: { type: 'integer', minimum: 0, ...(maximum === undefined ? {} : { maximum }) },
-    };
+    const description = `Items with an \`${field.name}\` greater than it, ascending by \`${field.name}\`.`;
+    // From 0 to the key's largest value: an int8's as its digits too, as its filters take it.
+    if (field.type === 'int8') {
+      return {
+        description,
+        schema: {
+          anyOf: [
+            { type: 'integer', minimum: 0, format: 'int64' },
+            { type: 'string', pattern: '^\\d{1,19}$' },
+          ],
+          examples: [0],
+        },
+      };
+    }
+    const maximum = field.type === 'bigint' ? MAX_SAFE : field.type === 'smallint' ? 2 ** 15 - 1 : 2 ** 31 - 1;
+    return { description, schema: { type: 'integer', minimum: 0, maximum } };
   },
-  before: ({ timeField }) => ({ description: `Items strictly older (by \`${timeField}\`), newest first.`, schema: timestamp }),
-  after: ({ timeField }) => ({ description: `Items strictly newer (by \`${timeField}\`), oldest first.`, schema: timestamp }),
+  before: (collection) => ({
+    description: `Items strictly older (by \`${collection.timeField}\`), newest first.`,
+    schema: timeSchema(collection),
+  }),
+  after: (collection) => ({
+    description: `Items strictly newer (by \`${collection.timeField}\`), oldest first.`,
+    schema: timeSchema(collection),
+  }),
   sort: ({ sortKeys, defaultSort, key: tieBreaker }) => {
     if (sortKeys.length === 0) return undefined;
     const key = `-?(?:${sortKeys.join('|')})`;
@@ -99,46 +122,123 @@ const opMeaning: Record<FilterOp, string> = {
   isnull: 'is NULL (`true`) or is not (`false`)',
 };
 
-/** The schema of one filter value of a field type (lib/pagination/filters.ts parses them). */
-function valueSchema(type: FieldType): Schema {
-  switch (type) {
+/** A pattern's source without its anchors, to be composed into another. */
+function inner(pattern: RegExp): string {
+  return pattern.source.replace(/^\^/, '').replace(/\$$/, '');
+}
+
+const TIMETZ = `^(?:${inner(ACCEPTED.time)})(?:${inner(ACCEPTED.zone)})$`;
+/** int8 as its digits or as a number: a client's number past 2^53 is not the value it meant. */
+const INT8_DIGITS = '^-?\\d{1,19}$';
+
+/** A pattern that matches the text literally (ECMA-262 in unicode mode, as JSON Schema reads it: only syntax characters escaped). */
+function literal(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
+}
+
+/**
+ * The schema of one filter value of a field (lib/pagination/values.ts parses them): the forms the field's type takes
+ * (ACCEPTED), its range, an enum's labels. Each has an example, which tests/openapi sends.
+ */
+function valueSchema(field: Field): Schema {
+  const facts = field.value.facts;
+  switch (field.type) {
     case 'smallint':
-      return { type: 'integer', minimum: -(2 ** 15), maximum: 2 ** 15 - 1, examples: [1] };
+      return { type: 'integer', minimum: -(2 ** 15), maximum: 2 ** 15 - 1, examples: [1, 2] };
+    case 'integer':
+      return { type: 'integer', minimum: -(2 ** 31), maximum: 2 ** 31 - 1, examples: [1, 2] };
+    case 'bigint':
+      return { type: 'integer', minimum: -MAX_SAFE, maximum: MAX_SAFE, examples: [1, 2] };
     case 'int8':
-      return { type: 'integer', examples: [1] };
+      return {
+        anyOf: [
+          { type: 'integer', format: 'int64' },
+          { type: 'string', pattern: INT8_DIGITS },
+        ],
+        examples: ['9007199254740993', '1'],
+      };
     case 'decimal':
     case 'float':
-      return { type: 'string', pattern: '^(?:[+-]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d{1,4})?|NaN|-?Infinity)$', examples: ['1.5'] };
+      return {
+        anyOf: [{ type: 'number' }, { type: 'string', pattern: `^(?:${inner(ACCEPTED.decimal)}|NaN|-?Infinity)$` }],
+        examples: ['1.5', '2'],
+      };
     case 'boolean':
       return { type: 'boolean' };
     case 'uuid':
-      return { type: 'string', format: 'uuid' };
-    case 'date':
-      return { type: 'string', format: 'date' };
-    case 'localTimestamp':
-    case 'time':
-    case 'interval':
+      return {
+        type: 'string',
+        format: 'uuid',
+        pattern: ACCEPTED.uuid.source,
+        examples: ['00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000002'],
+      };
     case 'enum':
+      return facts?.labels?.length ? { type: 'string', enum: [...facts.labels] } : { type: 'string' };
+    case 'date':
+      return { type: 'string', format: 'date', examples: ['2020-02-01', '2020-03-01'] };
+    case 'localTimestamp':
+      return { type: 'string', pattern: ACCEPTED.localTimestamp.source, examples: ['2024-01-02T10:00:00.000001'] };
+    case 'time':
+      return facts?.name === 'timetz'
+        ? { type: 'string', pattern: TIMETZ, examples: ['10:30:00+02:00'] }
+        : { type: 'string', pattern: ACCEPTED.time.source, examples: ['10:30:00'] };
+    case 'interval':
+      return { type: 'string', pattern: ACCEPTED.interval.source, examples: ['P1DT2H'] };
+    case 'text':
+      return { type: 'string', minLength: 1, maxLength: MAX_TEXT_LENGTH, examples: ['a', 'b'] };
+    case 'timestamp':
+      return timestamp;
+    // No filter takes these (lib/collections/kinds.ts).
     case 'json':
     case 'array':
     case 'tsvector':
     case 'bytea':
       return { type: 'string' };
-    case 'integer':
-      return { type: 'integer', minimum: -(2 ** 31), maximum: 2 ** 31 - 1, examples: [1] };
-    case 'bigint':
-      return { type: 'integer', minimum: -MAX_SAFE, maximum: MAX_SAFE, examples: [1] };
-    case 'text':
-      return { type: 'string', minLength: 1, maxLength: MAX_TEXT_LENGTH, examples: ['a'] };
-    case 'timestamp':
-      return timestamp;
   }
 }
 
-/** A comma list of at most MAX_IN_VALUES values of the field's type. */
-function inSchema(type: FieldType): Schema {
-  const example = type === 'timestamp' ? '2025-01-02T12:00:00Z,2025-01-03T12:00:00Z' : type === 'text' ? 'a,b' : '1,2';
-  return { type: 'string', minLength: 1, examples: [example], description: `At most ${MAX_IN_VALUES} values, none empty` };
+/** One value of an `in` list, as a pattern: what valueSchema takes, without commas. */
+function listValue(field: Field): string {
+  const labels = field.value.facts?.labels;
+  switch (field.type) {
+    case 'smallint':
+    case 'integer':
+    case 'bigint':
+    case 'int8':
+      return '-?\\d{1,20}';
+    case 'decimal':
+    case 'float':
+      return `${inner(ACCEPTED.decimal)}|NaN|-?Infinity`;
+    case 'uuid':
+      return inner(ACCEPTED.uuid);
+    case 'enum':
+      return labels?.length ? labels.map(literal).join('|') : '[^,]+';
+    case 'date':
+      return inner(ACCEPTED.date);
+    case 'localTimestamp':
+      return inner(ACCEPTED.localTimestamp);
+    case 'time':
+      return field.value.facts?.name === 'timetz' ? inner(new RegExp(TIMETZ)) : inner(ACCEPTED.time);
+    case 'interval':
+      return inner(ACCEPTED.interval);
+    case 'timestamp':
+      return inner(RFC3339);
+    default:
+      return '[^,]+';
+  }
+}
+
+/** A comma list of at most MAX_IN_VALUES values of the field's type; its example, two of valueSchema's (or one twice). */
+function inSchema(field: Field): Schema {
+  const value = listValue(field);
+  const one = valueSchema(field);
+  const examples = ((one.enum ?? one.examples ?? []) as unknown[]).slice(0, 2);
+  return {
+    type: 'string',
+    pattern: `^(?:${value})(?:,(?:${value}))*$`,
+    examples: [(examples.length === 1 ? [examples[0], examples[0]] : examples).join(',')],
+    description: `At most ${MAX_IN_VALUES} values, none empty`,
+  };
 }
 
 /** The wire name of a filter: `field` for eq, `field[op]` otherwise. */
@@ -165,13 +265,13 @@ export function collectionParameters(collection: Collection): Parameter[] {
     });
   }
   for (const [field, ops] of Object.entries(collection.filters)) {
-    const type = collection.fields.get(field)!.type;
+    const filtered = collection.fields.get(field)!;
     for (const op of ops) {
       parameters.push({
         name: filterName(field, op),
         in: 'query',
         description: `Filter: \`${field}\` ${opMeaning[op]}.`,
-        schema: op === 'in' ? inSchema(type) : op === 'isnull' ? { type: 'boolean' } : valueSchema(type),
+        schema: op === 'in' ? inSchema(filtered) : op === 'isnull' ? { type: 'boolean' } : valueSchema(filtered),
         'x-variants': collection.variants,
       });
     }

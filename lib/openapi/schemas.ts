@@ -1,8 +1,9 @@
 // The schemas of the OpenAPI document: a collection's item and its chunk per variant (lib/pagination/chunk.ts
 // and the variants), the links, and the one problem+json schema with every error code (lib/http/errors.ts).
 import { errorStatus } from '../http/errors.ts';
-import type { Collection, FieldType, VariantName } from '../pagination/registry.ts';
+import type { Collection, Field, FieldType, VariantName } from '../pagination/registry.ts';
 import { PRINTED_TIMESTAMP } from '../pagination/timestamps.ts';
+import { PRINTED, type TypeFacts } from '../pagination/values.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -24,41 +25,185 @@ function chunkSchemaName(collection: Collection, variant: VariantName): string {
   return `${pascal(collection.name)}${pascal(variant)}Chunk`;
 }
 
-const fieldSchemas: Record<FieldType, Schema> = {
-  integer: { type: 'integer', minimum: -(2 ** 31), maximum: 2 ** 31 - 1 },
-  bigint: { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
-  text: { type: 'string' },
-  timestamp: {
-    type: 'string',
-    format: 'date-time',
-    pattern: PRINTED_TIMESTAMP.source,
-    description: 'RFC 3339, UTC, six fractional digits',
-  },
-  // A runtime collection's (lib/pagination/values.ts; docs/api.md, "Values").
-  smallint: { type: 'integer', minimum: -(2 ** 15), maximum: 2 ** 15 - 1 },
-  int8: { type: 'integer', description: "bigint, exact (written from PostgreSQL's text, past 2^53 too)" },
-  decimal: { type: ['number', 'string'], description: 'numeric, exact; NaN and ±Infinity as strings' },
-  float: { type: ['number', 'string'], description: 'real or double precision; NaN and ±Infinity as strings' },
-  boolean: { type: 'boolean' },
-  uuid: { type: 'string', format: 'uuid' },
-  enum: { type: 'string' },
-  date: { type: 'string', description: 'YYYY-MM-DD' },
-  localTimestamp: { type: 'string', description: 'timestamp without time zone, YYYY-MM-DDTHH:MM:SS.ffffff' },
-  time: { type: 'string' },
-  interval: { type: 'string', description: 'ISO 8601 duration, every part: P1Y2M3DT4H5M6.000000S' },
-  json: {},
-  array: { type: 'array' },
-  tsvector: { type: 'string' },
-  bytea: { type: 'string', description: 'hex' },
-};
+const INT2: Schema = { type: 'integer', minimum: -(2 ** 15), maximum: 2 ** 15 - 1 };
+const INT4: Schema = { type: 'integer', minimum: -(2 ** 31), maximum: 2 ** 31 - 1 };
+const SPECIAL_NUMBERS = ['NaN', 'Infinity', '-Infinity'];
+/** Dates and UTC timestamps printed that RFC 3339 cannot write: BC, years past 9999, ±infinity (docs/api.md, "Values"). */
+const DATE_EXCEPTIONS = /^(?:\d{4,}-\d{2}-\d{2} BC|\d{5,}-\d{2}-\d{2}|-?infinity)$/;
+const UTC_EXCEPTIONS = /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z BC|\d{5,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z|-?infinity)$/;
+const TIMESTAMP_NOTE = 'RFC 3339, UTC, six fractional digits';
+const PRINTED_UTC: Schema = { type: 'string', format: 'date-time', pattern: PRINTED_TIMESTAMP.source };
+
+/**
+ * One value, not null, as items print it (docs/api.md, "Values"): a field's, or with `element` an array element's.
+ * A form RFC 3339 or JSON Schema has a format for says it (date, date-time, uuid, int64); the exceptions PostgreSQL
+ * prints beside it are a second branch, each branch typed, so that generated types stay `string` or `number`.
+ */
+function printedSchema(type: FieldType, facts: TypeFacts | undefined, element: boolean): Schema {
+  switch (type) {
+    case 'integer':
+      return INT4;
+    case 'smallint':
+      return INT2;
+    case 'bigint':
+      return { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+    case 'int8':
+      // No maximum: 2^63 − 1 has no exact double, and a bound the document rounds would be wrong.
+      return { type: 'integer', format: 'int64' };
+    case 'decimal':
+      // numeric(p,s) holds NaN but no infinity (PostgreSQL refuses one: "numeric field overflow").
+      return { anyOf: [{ type: 'number' }, { type: 'string', enum: facts?.precision === undefined ? SPECIAL_NUMBERS : ['NaN'] }] };
+    case 'float':
+      return { anyOf: [{ type: 'number' }, { type: 'string', enum: SPECIAL_NUMBERS }] };
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'text':
+      if (facts?.length === undefined) return { type: 'string' };
+      // char(n) is padded to its n characters; varchar(n) holds at most n.
+      return facts.name === 'bpchar'
+        ? { type: 'string', minLength: facts.length, maxLength: facts.length }
+        : { type: 'string', maxLength: facts.length };
+    case 'uuid':
+      return { type: 'string', format: 'uuid', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' };
+    case 'enum':
+      return facts?.labels?.length ? { type: 'string', enum: [...facts.labels] } : { type: 'string' };
+    case 'date':
+      return {
+        anyOf: [
+          { type: 'string', format: 'date' },
+          { type: 'string', pattern: DATE_EXCEPTIONS.source },
+        ],
+      };
+    case 'timestamp':
+      // A field RFC 3339 cannot print fails its request; an array's element is printed in SQL, exceptions and all.
+      return element ? { anyOf: [PRINTED_UTC, { type: 'string', pattern: UTC_EXCEPTIONS.source }] } : PRINTED_UTC;
+    case 'localTimestamp':
+      return { type: 'string', pattern: PRINTED.localTimestamp.source };
+    case 'time':
+      return { type: 'string', pattern: (facts?.name === 'timetz' ? PRINTED.timetz : PRINTED.time).source };
+    case 'interval':
+      return { type: 'string', pattern: PRINTED.interval.source };
+    case 'json':
+      return {};
+    case 'array':
+      // A field's array is described by runtimeFieldSchema; an element is never an array (PostgreSQL's are multi-dimensional instead).
+      return { type: 'array' };
+    case 'tsvector':
+      return { type: 'string' };
+    case 'bytea':
+      return { type: 'string', pattern: '^\\\\x[0-9a-f]*$' };
+  }
+}
+
+/** What a value of a runtime type is, in words, for a field's or an array element's description (docs/api.md, "Values"). */
+function printedNote(type: FieldType, facts: TypeFacts, element: boolean): string | undefined {
+  switch (type) {
+    case 'int8':
+      return "exact, written from PostgreSQL's text past 2^53 too (JSON.parse's context.source or a big-number parser keeps every digit)";
+    case 'decimal': {
+      const exact = "exact: a JSON number written from PostgreSQL's text, every digit and trailing zero kept";
+      const { precision, scale } = facts;
+      if (precision === undefined) return `${exact}; NaN, Infinity and -Infinity as strings`;
+      const digits = scale! >= 0 ? `${scale} of them after the point` : `rounded to a multiple of 10^${-scale!}`;
+      return `${exact}, at most ${precision} digits, ${digits}; NaN as a string`;
+    }
+    case 'float':
+      return "a JSON number from PostgreSQL's text, its shortest exact form; NaN, Infinity and -Infinity as strings";
+    case 'text':
+      if (facts.length === undefined) return undefined;
+      return facts.name === 'bpchar' ? `padded with spaces to ${facts.length} characters` : `at most ${facts.length} characters`;
+    case 'uuid':
+      return 'lower case';
+    case 'enum':
+      return 'one of its labels';
+    case 'date':
+      return 'YYYY-MM-DD (RFC 3339 full-date); a BC date with " BC", a year past 9999 with all its digits, infinity and -infinity';
+    case 'timestamp':
+      return element ? `${TIMESTAMP_NOTE}; BC with " BC", a year past 9999 with all its digits, infinity and -infinity` : TIMESTAMP_NOTE;
+    case 'localTimestamp':
+      return 'YYYY-MM-DDTHH:MM:SS.ffffff, six fractional digits, no offset; BC with " BC", infinity and -infinity';
+    case 'time':
+      return facts.name === 'timetz'
+        ? 'HH:MM:SS, fractional digits only where there are some, then the offset (+05:30, -11)'
+        : 'HH:MM:SS, fractional digits only where there are some (24:00:00 too)';
+    case 'interval':
+      return 'an ISO 8601 duration with every part, each signed as PostgreSQL keeps it, seconds with six digits';
+    case 'json':
+      return 'any JSON value: the document itself, numbers written as stored';
+    case 'tsvector':
+      return 'its text';
+    case 'bytea':
+      return '\\x and lower-case hex digits';
+    case 'array': {
+      const { element } = facts;
+      if (element === undefined) return undefined;
+      const rows = element.nested ? "a multi-dimensional array's rows are arrays in turn" : 'a multi-dimensional array flattened';
+      return `a JSON array of its elements, each printed as its type is, null for a NULL one; ${rows}`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** A field's or an element's description: its SQL type (a domain with what it is over), and how its values are printed. */
+function describe(type: FieldType, facts: TypeFacts, element = false): string {
+  const [domain, ...inner] = facts.domains;
+  const sqlType = domain === undefined ? facts.sqlType : `${domain} (a domain over ${[...inner, facts.sqlType].join(', over ')})`;
+  const note = printedNote(type, facts, element);
+  return note === undefined ? sqlType : `${sqlType}: ${note}`;
+}
+
+/** A schema that also takes null when `nullable`: a type list or an enum grows `null`, an anyOf a branch; an any schema takes it already. */
+function orNull(schema: Schema, nullable = true): Schema {
+  if (!nullable) return schema;
+  if (Array.isArray(schema.anyOf)) return { ...schema, anyOf: [...schema.anyOf, { type: 'null' }] };
+  if (schema.type === undefined) return schema;
+  return {
+    ...schema,
+    type: [...[schema.type].flat(), 'null'],
+    ...(Array.isArray(schema.enum) ? { enum: [...schema.enum, null] } : {}),
+  };
+}
+
+/**
+ * PostgreSQL's MAXDIM: an array has at most 6 dimensions. A column's type does not say how many its values have
+ * (int[] holds a 2-D value as well), so a nested array's items are its elements or rows down to the sixth dimension.
+ * Written out, not a schema referring to itself: openapi-typescript's types of one do not compile (TS2502).
+ */
+const MAX_DIMENSIONS = 6;
+
+/**
+ * A field of a runtime collection: its value as printed, its description, null where the column allows it. An
+ * array's elements may always be NULL: PostgreSQL has no NOT NULL for them.
+ */
+function runtimeFieldSchema(field: Field, facts: TypeFacts): Schema {
+  const { element } = facts;
+  let schema = printedSchema(field.type, facts, false);
+  if (field.type === 'array' && element !== undefined) {
+    const value = orNull(printedSchema(element.type, element.facts, true));
+    // to_json nests a multi-dimensional array's rows; elements printed one by one (dates, times) are flattened.
+    let items = value;
+    const nests = element.nested && (value.type !== undefined || value.anyOf !== undefined);
+    for (let dimension = 1; nests && dimension < MAX_DIMENSIONS; dimension++) {
+      items = { anyOf: [...((value.anyOf as Schema[] | undefined) ?? [value]), { type: 'array', items }] };
+    }
+    schema = { type: 'array', items: { ...items, description: describe(element.type, element.facts, true) } };
+  }
+  return orNull({ ...schema, description: describe(field.type, facts) }, field.nullable);
+}
 
 /** An item: the registry's fields in JSON order, each of its type, null where the column allows it. */
 function itemSchema(collection: Collection): Schema {
   const properties: Record<string, Schema> = {};
   for (const [name, field] of collection.fields) {
-    const schema = fieldSchemas[field.type];
-    const types = schema.type === undefined ? undefined : [schema.type].flat();
-    properties[name] = !field.nullable || types === undefined ? schema : { ...schema, type: [...types, 'null'] };
+    const facts = field.value.facts;
+    if (facts !== undefined) {
+      properties[name] = runtimeFieldSchema(field, facts);
+      continue;
+    }
+    // The demo's fields have no facts: described as they always were.
+    const schema = printedSchema(field.type, undefined, false);
+    properties[name] = orNull(field.type === 'timestamp' ? { ...schema, description: TIMESTAMP_NOTE } : schema, field.nullable);
   }
   return { type: 'object', properties, required: [...collection.fields.keys()], additionalProperties: false };
 }

@@ -1,10 +1,11 @@
 // How a field's values travel (docs/api.md, "Values"): what an item selects and prints, what a cursor carries, how a
 // filter value is read and bound. The demo's four types as they always were; a runtime collection's (lib/pagination/
 // runtime.ts) from the column's type in the catalog, printed exactly: never through a lossy JS number or a JS Date.
+// What the OpenAPI document says of them comes from here too: the type's facts, the forms printed and accepted.
 import { type Placeholder, type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { formatEpoch } from '../../db/timestamps.ts';
-import type { ColumnType } from '../catalog/model.ts';
+import { type ColumnType, qualifiedName } from '../catalog/model.ts';
 import type { ValueKind } from '../collections/kinds.ts';
 import { invalidParameter } from '../http/errors.ts';
 import { epochSeconds, isTimestampText, parseTimestamp, timestampValue } from './timestamps.ts';
@@ -57,6 +58,33 @@ export interface ValueType {
   bind(text: string): KeyValue;
   /** An integer type: since_id takes it when it is the whole key. */
   readonly integer?: boolean;
+  /** What the catalog says of a runtime collection's column type (the demo's have none): the OpenAPI document reads it. */
+  readonly facts?: TypeFacts;
+}
+
+/**
+ * A column's type as the OpenAPI document describes it (lib/openapi/schemas.ts), as data: lib/openapi reads the
+ * catalog only through this, and the printed forms through PRINTED and ACCEPTED below.
+ */
+export interface TypeFacts {
+  /** The base type's pg_type.typname: int4, numeric, bpchar, timetz, jsonb, an enum's name, _int4. */
+  readonly name: string;
+  /** format_type() of the base type with its typmod: numeric(7,2), character(4), team.mood, integer[]. */
+  readonly sqlType: string;
+  /** The domains the column's type goes through to its base, outermost first, schema-qualified. */
+  readonly domains: readonly string[];
+  /** An enum's labels, in their order. */
+  readonly labels?: readonly string[];
+  /** The declared length of varchar(n) and char(n). */
+  readonly length?: number;
+  /** numeric(p,s)'s precision and scale. */
+  readonly precision?: number;
+  readonly scale?: number;
+  /**
+   * An array's element: its field type and facts, and whether a multi-dimensional array prints its rows as arrays
+   * (to_json's nesting) or is flattened (elements printed one by one in SQL: dates, times, intervals, tsvector).
+   */
+  readonly element?: { readonly type: FieldType; readonly facts: TypeFacts; readonly nested: boolean };
 }
 
 const INT4 = 2n ** 31n;
@@ -168,16 +196,23 @@ function printNumber(raw: unknown): unknown {
 
 // ---- Parsing what a request sends.
 
-const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,4})?$/;
+/**
+ * The forms a request's values take, by type (the parsers below check ranges beyond them: a day in its month, an
+ * hour up to 24); the OpenAPI document's parameters say them (lib/openapi/parameters.ts).
+ */
+export const ACCEPTED = {
+  decimal: /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,4})?$/,
+  uuid: /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+  date: /^(\d{4})-(\d{2})-(\d{2})$/,
+  localTimestamp: /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$/,
+  time: /^(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?$/,
+  /** A timetz's offset, after its time. */
+  zone: /^(?:[Zz]|[+-](\d{2})(?::?(\d{2}))?)$/,
+  /** ISO 8601 durations as PostgreSQL reads them, each part signed and of at most 7 digits (so never out of range). */
+  interval:
+    /^P(?=-?\d)(?:-?\d{1,7}Y)?(?:-?\d{1,7}M)?(?:-?\d{1,7}W)?(?:-?\d{1,7}D)?(?:T(?=-?\d)(?:-?\d{1,7}H)?(?:-?\d{1,7}M)?(?:-?\d{1,7}(?:\.\d{1,6})?S)?)?$/,
+} as const;
 const SPECIAL_NUMBERS = new Set(['NaN', 'Infinity', '-Infinity']);
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const LOCAL_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$/;
-const TIME = /^(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?$/;
-const ZONE = /^(?:[Zz]|[+-](\d{2})(?::?(\d{2}))?)$/;
-/** ISO 8601 durations as PostgreSQL reads them, each part signed and of at most 7 digits (so never out of range). */
-const DURATION =
-  /^P(?=-?\d)(?:-?\d{1,7}Y)?(?:-?\d{1,7}M)?(?:-?\d{1,7}W)?(?:-?\d{1,7}D)?(?:T(?=-?\d)(?:-?\d{1,7}H)?(?:-?\d{1,7}M)?(?:-?\d{1,7}(?:\.\d{1,6})?S)?)?$/;
 
 function daysIn(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
@@ -197,7 +232,7 @@ function validTime(h: string, m: string, s: string | undefined, allow24: boolean
 }
 
 function numberParser(name: string, text: string): string {
-  if (text.length > MAX_TEXT_LENGTH || !(DECIMAL.test(text) || SPECIAL_NUMBERS.has(text))) {
+  if (text.length > MAX_TEXT_LENGTH || !(ACCEPTED.decimal.test(text) || SPECIAL_NUMBERS.has(text))) {
     throw invalidParameter(name, 'must be a decimal number (digits, an optional sign, fraction and exponent), NaN, Infinity or -Infinity');
   }
   return text;
@@ -242,11 +277,16 @@ function intervalText(column: AnyPgColumn | SQL): SQL {
   return sql`format('P%sY%sM%sDT%sH%sM%sS', ${part('year')}, ${part('month')}, ${part('day')}, ${part('hour')}, ${part('minute')}, ${part('second')})`;
 }
 
-const DATE_TEXT = /^(?:\d{4,}-\d{2}-\d{2}(?: BC)?|-?infinity)$/;
-const LOCAL_TIMESTAMP_TEXT = /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(?: BC)?|-?infinity)$/;
-const TIME_TEXT = /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$/;
-const TIMETZ_TEXT = /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?[+-]\d{2}(?::\d{2}){0,2}$/;
-const INTERVAL_TEXT = /^P-?\d+Y-?\d+M-?\d+DT-?\d+H-?\d+M-?\d+\.\d{6}S$/;
+/** What each runtime type prints, as the OpenAPI document's item schemas say (lib/openapi/schemas.ts). */
+export const PRINTED = {
+  date: /^(?:\d{4,}-\d{2}-\d{2}(?: BC)?|-?infinity)$/,
+  localTimestamp: /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(?: BC)?|-?infinity)$/,
+  /** A timestamptz element of an array, printed in SQL (utcTimestampText): BC and ±infinity too, unlike a field. */
+  utcElement: /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z(?: BC)?|-?infinity)$/,
+  time: /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$/,
+  timetz: /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?[+-]\d{2}(?::\d{2}){0,2}$/,
+  interval: /^P-?\d+Y-?\d+M-?\d+DT-?\d+H-?\d+M-?\d+\.\d{6}S$/,
+} as const;
 const NUMBER_TEXT = /^(?:-?\d+(?:\.\d+)?(?:e[+-]\d+)?|NaN|-?Infinity)$/;
 
 const isString = (value: unknown): value is string => typeof value === 'string';
@@ -273,8 +313,37 @@ function elementText(kind: ValueKind | undefined): ((element: SQL) => SQL) | und
   }
 }
 
-/** The value type of a column of a runtime collection, by its kind (lib/collections/kinds.ts) and its type. */
+/**
+ * The value type of a column of a runtime collection, by its kind (lib/collections/kinds.ts) and its type, with the
+ * catalog's facts about the type for the OpenAPI document.
+ */
 export function runtimeValueType(kind: ValueKind, type: ColumnType, elementKind?: ValueKind): ValueType {
+  return { ...valueTypeOf(kind, type, elementKind), facts: factsOf(type, elementKind) };
+}
+
+function factsOf(type: ColumnType, elementKind: ValueKind | undefined): TypeFacts {
+  const { name, formatted: sqlType, enumLabels: labels, length, precision, scale } = type;
+  const element =
+    type.element && elementKind
+      ? {
+          type: valueTypeOf(elementKind, type.element).type,
+          facts: factsOf(type.element, undefined),
+          // Elements printed one by one are unnested, which flattens the array; the others are to_json's.
+          nested: elementText(elementKind) === undefined,
+        }
+      : undefined;
+  return {
+    name,
+    sqlType,
+    domains: type.domains.map(qualifiedName),
+    ...(labels ? { labels } : {}),
+    ...(length !== undefined && (name === 'varchar' || name === 'bpchar') ? { length } : {}),
+    ...(name === 'numeric' && precision !== undefined ? { precision, scale: scale ?? 0 } : {}),
+    ...(element ? { element } : {}),
+  };
+}
+
+function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind): ValueType {
   const cast = castTo(type);
   const text = (parse: ValueType['parse'], isPosition: ValueType['isPosition'], select: ValueType['select'] = asText) => ({
     ...cast,
@@ -330,10 +399,10 @@ export function runtimeValueType(kind: ValueKind, type: ColumnType, elementKind?
       return {
         ...text(
           (name, value) => {
-            if (!UUID.test(value)) throw invalidParameter(name, 'must be a UUID, e.g. 123e4567-e89b-12d3-a456-426614174000');
+            if (!ACCEPTED.uuid.test(value)) throw invalidParameter(name, 'must be a UUID, e.g. 123e4567-e89b-12d3-a456-426614174000');
             return value.toLowerCase();
           },
-          (value) => isString(value) && UUID.test(value),
+          (value) => isString(value) && ACCEPTED.uuid.test(value),
           same,
         ),
         type: 'uuid',
@@ -369,11 +438,11 @@ export function runtimeValueType(kind: ValueKind, type: ColumnType, elementKind?
       return {
         ...text(
           (name, value) => {
-            const m = DATE.exec(value);
+            const m = ACCEPTED.date.exec(value);
             if (!m || !validDate(m[1]!, m[2]!, m[3]!)) throw invalidParameter(name, 'must be a date, YYYY-MM-DD');
             return value;
           },
-          (value) => isString(value) && DATE_TEXT.test(value),
+          (value) => isString(value) && PRINTED.date.test(value),
           (column, name) => dateText(column).as(name),
         ),
         type: 'date',
@@ -382,13 +451,13 @@ export function runtimeValueType(kind: ValueKind, type: ColumnType, elementKind?
       return {
         ...text(
           (name, value) => {
-            const m = LOCAL_TIMESTAMP.exec(value);
+            const m = ACCEPTED.localTimestamp.exec(value);
             if (!m || !validDate(m[1]!, m[2]!, m[3]!) || !validTime(m[4]!, m[5]!, m[6], false)) {
               throw invalidParameter(name, 'must be a timestamp without time zone, YYYY-MM-DDTHH:MM:SS with at most six fractional digits');
             }
             return `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.${(m[7] ?? '').padEnd(6, '0')}`;
           },
-          (value) => isString(value) && LOCAL_TIMESTAMP_TEXT.test(value),
+          (value) => isString(value) && PRINTED.localTimestamp.test(value),
           (column, name) => localTimestampText(column).as(name),
         ),
         type: 'localTimestamp',
@@ -404,15 +473,15 @@ export function runtimeValueType(kind: ValueKind, type: ColumnType, elementKind?
               ? 'must be a time with a UTC offset, HH:MM[:SS[.ffffff]] then Z or ±HH[:MM]'
               : 'must be a time, HH:MM[:SS[.ffffff]]';
             const zoneAt = zoned ? value.search(/[Zz+-]/) : -1;
-            const m = TIME.exec(zoneAt === -1 ? value : value.slice(0, zoneAt));
-            const zone = zoneAt === -1 ? undefined : ZONE.exec(value.slice(zoneAt));
+            const m = ACCEPTED.time.exec(zoneAt === -1 ? value : value.slice(0, zoneAt));
+            const zone = zoneAt === -1 ? undefined : ACCEPTED.zone.exec(value.slice(zoneAt));
             if (!m || !validTime(m[1]!, m[2]!, m[3], true) || zoned !== (zone !== undefined) || zone === null) {
               throw invalidParameter(name, reason);
             }
             if (zone && (Number(zone[1] ?? 0) > 15 || Number(zone[2] ?? 0) > 59)) throw invalidParameter(name, reason);
             return value;
           },
-          (value) => isString(value) && (zoned ? TIMETZ_TEXT : TIME_TEXT).test(value),
+          (value) => isString(value) && (zoned ? PRINTED.timetz : PRINTED.time).test(value),
         ),
         type: 'time',
       };
@@ -421,10 +490,10 @@ export function runtimeValueType(kind: ValueKind, type: ColumnType, elementKind?
       return {
         ...text(
           (name, value) => {
-            if (!DURATION.test(value)) throw invalidParameter(name, 'must be an ISO 8601 duration, e.g. P1Y2M3DT4H5M6.5S');
+            if (!ACCEPTED.interval.test(value)) throw invalidParameter(name, 'must be an ISO 8601 duration, e.g. P1Y2M3DT4H5M6.5S');
             return value;
           },
-          (value) => isString(value) && INTERVAL_TEXT.test(value),
+          (value) => isString(value) && PRINTED.interval.test(value),
           (column, name) => intervalText(column).as(name),
         ),
         type: 'interval',
