@@ -314,14 +314,20 @@ export interface components {
             requestId: string;
         };
         ProductsItem: {
-            /** @description bigint, exact (written from PostgreSQL's text, past 2^53 too) */
+            /**
+             * Format: int64
+             * @description bigint: exact, written from PostgreSQL's text past 2^53 too (JSON.parse's context.source or a big-number parser keeps every digit)
+             */
             id: number;
+            /** @description text */
             name: string;
+            /** @description text */
             category: string;
+            /** @description integer */
             priceCents: number;
             /**
              * Format: date-time
-             * @description RFC 3339, UTC, six fractional digits
+             * @description timestamp(6) with time zone: RFC 3339, UTC, six fractional digits
              */
             createdAt: string;
         };
@@ -392,14 +398,20 @@ export interface components {
             };
         };
         OrdersItem: {
-            /** @description bigint, exact (written from PostgreSQL's text, past 2^53 too) */
+            /**
+             * Format: int64
+             * @description bigint: exact, written from PostgreSQL's text past 2^53 too (JSON.parse's context.source or a big-number parser keeps every digit)
+             */
             id: number;
+            /** @description integer */
             customerId: number;
+            /** @description text */
             status: string;
+            /** @description integer */
             totalCents: number;
             /**
              * Format: date-time
-             * @description RFC 3339, UTC, six fractional digits
+             * @description timestamp(6) with time zone: RFC 3339, UTC, six fractional digits
              */
             createdAt: string;
         };
@@ -416,15 +428,21 @@ export interface components {
             };
         };
         EventsItem: {
-            /** @description bigint, exact (written from PostgreSQL's text, past 2^53 too) */
+            /**
+             * Format: int64
+             * @description bigint: exact, written from PostgreSQL's text past 2^53 too (JSON.parse's context.source or a big-number parser keeps every digit)
+             */
             id: number;
+            /** @description text */
             type: string;
+            /** @description text */
             source: string;
             /**
              * Format: date-time
-             * @description RFC 3339, UTC, six fractional digits
+             * @description timestamp(6) with time zone: RFC 3339, UTC, six fractional digits
              */
             occurredAt: string;
+            /** @description text */
             message: string;
         };
         /** A chunk of events, time pagination */
@@ -950,7 +968,7 @@ export interface operations {
                 /** @description Opaque and signed: taken from a `next`, `prev` or `poll` link the service gave, never written by hand. Taken by cursor pagination. */
                 cursor?: string;
                 /** @description Items with an `id` greater than it, ascending by `id`. Picks cursor pagination. Taken by cursor pagination. */
-                since_id?: number;
+                since_id?: number | string;
                 /** @description Filter: `category` equals the value. */
                 category?: string;
                 /** @description Filter: `category` is one of the values, a comma list. */
@@ -1210,7 +1228,7 @@ export interface operations {
                 /** @description Opaque and signed: taken from a `next`, `prev` or `poll` link the service gave, never written by hand. Taken by cursor pagination. */
                 cursor?: string;
                 /** @description Items with an `id` greater than it, ascending by `id`. Picks cursor pagination. Taken by cursor pagination. */
-                since_id?: number;
+                since_id?: number | string;
                 /** @description Filter: `category` equals the value. */
                 category?: string;
                 /** @description Filter: `category` is one of the values, a comma list. */
@@ -1423,7 +1441,7 @@ export interface operations {
                 /** @description Opaque and signed: taken from a `next`, `prev` or `poll` link the service gave, never written by hand. Taken by cursor pagination. */
                 cursor?: string;
                 /** @description Items with an `id` greater than it, ascending by `id`. Picks cursor pagination. Taken by cursor pagination. */
-                since_id?: number;
+                since_id?: number | string;
                 /** @description A comma list of `id`, `createdAt`, `totalCents`, each optionally prefixed with `-` (descending), each at most once; ties are broken by `id`. Default: `-createdAt`. Taken by cursor pagination. */
                 sort?: string;
                 /** @description Filter: `status` equals the value. */
@@ -1671,7 +1689,7 @@ export interface operations {
                 /** @description Opaque and signed: taken from a `next`, `prev` or `poll` link the service gave, never written by hand. Taken by cursor pagination. */
                 cursor?: string;
                 /** @description Items with an `id` greater than it, ascending by `id`. Picks cursor pagination. Taken by cursor pagination. */
-                since_id?: number;
+                since_id?: number | string;
                 /** @description A comma list of `id`, `createdAt`, `totalCents`, each optionally prefixed with `-` (descending), each at most once; ties are broken by `id`. Default: `-createdAt`. Taken by cursor pagination. */
                 sort?: string;
                 /** @description Filter: `status` equals the value. */
@@ -1886,7 +1904,7 @@ export interface operations {
                 /** @description Items strictly newer (by `occurredAt`), oldest first. Picks time pagination. Taken by time pagination. */
                 after?: string;
                 /** @description Items with an `id` greater than it, ascending by `id`. Picks cursor pagination. Taken by cursor pagination. */
-                since_id?: number;
+                since_id?: number | string;
                 /** @description Filter: `type` equals the value. */
                 type?: string;
                 /** @description Filter: `type` is one of the values, a comma list. */
@@ -2128,7 +2146,7 @@ export interface operations {
                 /** @description Items strictly newer (by `occurredAt`), oldest first. Picks time pagination. Taken by time pagination. */
                 after?: string;
                 /** @description Items with an `id` greater than it, ascending by `id`. Picks cursor pagination. Taken by cursor pagination. */
-                since_id?: number;
+                since_id?: number | string;
                 /** @description Filter: `type` equals the value. */
                 type?: string;
                 /** @description Filter: `type` is one of the values, a comma list. */
