@@ -123,6 +123,14 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
   const variants = [...new Set(entry.variants ?? DEFAULT_VARIANTS)];
   const defaultVariant = entry.defaultVariant ?? (variants.includes('cursor') ? 'cursor' : variants[0]!);
   if (!variants.includes(defaultVariant)) report(`the default variant ${defaultVariant} is not among the variants`);
+  // A cursor walk starts with page-size alone, which picks the time variant where it is the default, or with since_id,
+  // which needs a key of one integer column (docs/api.md, "Choosing the variant"): else no request could start one.
+  const integerKey = key.columns.length === 1 && fields.find((field) => field.column.name === key.columns[0])?.kind === 'integer';
+  if (defaultVariant === 'time' && variants.includes('cursor') && !integerKey) {
+    report(
+      'the cursor variant cannot be started beside a default time variant without a key of one integer column (since_id): drop it, or make it the default',
+    );
+  }
   const timeColumn = resolveTimeColumn(entry, relation, variants, exposed, report);
   const timeOrder = timeColumn === undefined ? undefined : orderOf([{ column: timeColumn, descending: false }]);
   if (timeOrder !== undefined) indexed(timeOrder, `the time variant's order by ${timeColumn}`);

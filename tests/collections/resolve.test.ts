@@ -244,6 +244,25 @@ t.test('files against the fixture', async (t) => {
         [line('films', 'timeColumn released is of type date, not a timestamp')],
       ],
       [
+        '{relation: shop.payments, variants: [time, cursor], defaultVariant: time, timeColumn: paid_at}',
+        [
+          line(
+            'payments',
+            'the cursor variant cannot be started beside a default time variant without a key of one integer column (since_id): drop it, or make it the default',
+          ),
+        ],
+      ],
+      // The same with a uuid key (the demo's events, with an integer key, are served so: tests/db/demo-catalog.test.ts).
+      [
+        '{relation: shop.films, variants: [time, cursor], defaultVariant: time, timeColumn: updated_at, unindexedSorts: true}',
+        [
+          line(
+            'films',
+            'the cursor variant cannot be started beside a default time variant without a key of one integer column (since_id): drop it, or make it the default',
+          ),
+        ],
+      ],
+      [
         '{relation: shop.films, variants: [offset], defaultVariant: page}',
         [line('films', 'the default variant page is not among the variants')],
       ],
