@@ -77,14 +77,24 @@ function level(group: Group): SQL {
   return sql`${tuple(group.columns)} = ${tuple(group.values)}`;
 }
 
+/**
+ * Of a nullable group split at its NULLs (Region), the rows strictly past its position value within the run of the
+ * index the value is in: ascending past x, the greater values (the NULLs after them are the other run); descending
+ * past NULL, none (every value is the other run).
+ */
+function strictlyWithin(group: Group): SQL | undefined {
+  return group.nullable?.isNull ? undefined : compare(group, true);
+}
+
 // (g0 strictly past) or (g0 level and the rest past), recursively; the last group past, or level too when inclusive.
-function past(groups: readonly Group[], inclusive: boolean): SQL {
+// `within`: the first group's past ends at its run of the index (strictlyWithin).
+function past(groups: readonly Group[], inclusive: boolean, within = false): SQL {
   const [first, ...rest] = groups as [Group, ...Group[]];
+  const beyond = within ? strictlyWithin(first) : strictlyPast(first);
   if (rest.length === 0) {
-    if (inclusive) return first.nullable ? sql`(${strictlyPast(first) ?? sql`false`} or ${level(first)})` : compare(first, false);
-    return strictlyPast(first) ?? sql`false`;
+    if (inclusive) return first.nullable ? sql`(${beyond ?? sql`false`} or ${level(first)})` : compare(first, false);
+    return beyond ?? sql`false`;
   }
-  const beyond = strictlyPast(first);
   const then = sql`${level(first)} and ${past(rest, inclusive)}`;
   return beyond === undefined ? sql`(${then})` : sql`(${beyond} or (${then}))`;
 }
@@ -116,7 +126,13 @@ function keySlot(at: number): Placeholder {
  * front so an index on the first key still bounds the scan (leadingBound). With NOT NULL keys only, this is the
  * SQL it always was.
  */
-function afterPosition(collection: Collection, keys: readonly SortKey[], nulls: readonly boolean[], inclusive: boolean): SQL {
+function afterPosition(
+  collection: Collection,
+  keys: readonly SortKey[],
+  nulls: readonly boolean[],
+  inclusive: boolean,
+  region?: Region,
+): SQL {
   const groups: Group[] = [];
   keys.forEach((key, at) => {
     const field = collection.fields.get(key.field)!;
@@ -135,9 +151,32 @@ function afterPosition(collection: Collection, keys: readonly SortKey[], nulls: 
       groups.push({ columns: [column], values: [value], descending: key.descending });
     }
   });
+  const first = groups[0]!;
+  if (region === 'beyond') return first.descending ? sql`${first.columns[0]!} is not null` : sql`${first.columns[0]!} is null`;
+  if (region === 'position') {
+    // The run's own bound: `a >= x` ascending, `a is null` descending (an index condition either way).
+    const bound = first.nullable?.isNull ? level(first) : compare(first, false);
+    return sql`(${bound} and ${past(groups, inclusive, true)})`;
+  }
   if (groups.length === 1) return past(groups, inclusive);
-  const bound = leadingBound(groups[0]!);
+  const bound = leadingBound(first);
   return bound === undefined ? past(groups, inclusive) : sql`(${bound} and ${past(groups, inclusive)})`;
+}
+
+/**
+ * Past a position whose first key may be NULL, the rows lie in two runs of the index on it when the position is in
+ * the run before the other: ascending, past a value x lie the greater values, then the NULLs at the index's other
+ * end; descending, past NULL (the NULLs come first) lie the rest of the NULLs, then every value. One predicate over
+ * both (`a > x or a is null`) bounds no index scan, so a walk deep into such a collection would read every row
+ * before its position for each chunk. The chunk reads the position's run instead (`position`, bounded by the
+ * index), and only when that run ends within the chunk, the other from its start (`beyond`).
+ */
+export type Region = 'position' | 'beyond';
+
+/** Whether the rows past `start` lie in two runs of the index (Region). */
+function splitAtNulls(collection: Collection, keys: readonly SortKey[], start: KeysetStart | undefined): boolean {
+  if (start === undefined || !('after' in start) || !collection.fields.get(keys[0]!.field)!.nullable) return false;
+  return keys[0]!.descending === (start.after[0] === null);
 }
 
 /** The values of a position, for afterPosition's placeholders (a NULL has none). */
@@ -169,18 +208,23 @@ export type KeysetStart =
   | { readonly bound: '<' | '<=' | '>' | '>='; readonly value: Value };
 
 /** What a start makes of the query's shape: none, a position (which of its values are NULL, whether inclusive), or a bound and its operator. */
-function startKey(start: KeysetStart | undefined): string {
+function startKey(start: KeysetStart | undefined, region?: Region): string {
   if (start === undefined) return '';
   if (!('after' in start)) return start.bound;
   const nulls = start.after.some((value) => value === null) ? start.after.map((value) => (value === null ? '0' : '1')).join('') : '';
-  return `a${start.inclusive ? '=' : ''}${nulls}`;
+  return `a${start.inclusive ? '=' : ''}${nulls}${region === undefined ? '' : `|${region}`}`;
 }
 
-function startCondition(collection: Collection, keys: readonly SortKey[], start: KeysetStart | undefined): SQL | undefined {
+function startCondition(
+  collection: Collection,
+  keys: readonly SortKey[],
+  start: KeysetStart | undefined,
+  region?: Region,
+): SQL | undefined {
   if (start === undefined) return undefined;
   if ('after' in start) {
     const nulls = start.after.map((value) => value === null);
-    return afterPosition(collection, keys, nulls, start.inclusive === true);
+    return afterPosition(collection, keys, nulls, start.inclusive === true, region);
   }
   const field = collection.fields.get(keys[0]!.field)!;
   return sql`${field.column} ${sql.raw(start.bound)} ${keyLiteral(field, keySlot(0))}`;
@@ -198,20 +242,26 @@ export function keysetQuery(
   keys: readonly SortKey[],
   start: KeysetStart | undefined,
   pageSize: number,
+  region?: Region,
 ) {
   return database.drizzle
     .select(collection.selection)
     .from(collection.table)
-    .where(and(filterCondition(collection, filters), startCondition(collection, keys, start)))
+    .where(and(filterCondition(collection, filters), startCondition(collection, keys, start, region)))
     .orderBy(...orderBy(collection, keys))
     .limit(literalLimit(pageSize + 1));
 }
 
-/** The values of keysetQuery's placeholders. */
-export function keysetValues(collection: Collection, filters: readonly Filter[], start: KeysetStart | undefined): Record<string, unknown> {
+/** The values of keysetQuery's placeholders (the `beyond` region has none of the position's). */
+export function keysetValues(
+  collection: Collection,
+  filters: readonly Filter[],
+  start: KeysetStart | undefined,
+  region?: Region,
+): Record<string, unknown> {
   const values: Record<string, unknown> = {};
   filterValues(collection, filters, values);
-  if (start !== undefined) {
+  if (start !== undefined && region !== 'beyond') {
     if ('after' in start) positionValues(start.after, values);
     else values.k0 = start.value;
   }
@@ -232,9 +282,19 @@ export async function fetchKeyset(
   pageSize: number,
 ): Promise<KeysetChunk> {
   const { collection, database } = request;
-  const key = `${collectionKey(collection)}|k|${filtersKey(filters)}|${sortParam(keys)}|${startKey(start)}|${pageSize}`;
-  const shape = shapeOf(database, key, () => keysetQuery(database, collection, filters, keys, start, pageSize));
-  const rows = await runShape(database, shape, keysetValues(collection, filters, start));
+  const read = (region?: Region) => {
+    const key = `${collectionKey(collection)}|k|${filtersKey(filters)}|${sortParam(keys)}|${startKey(start, region)}|${pageSize}`;
+    const shape = shapeOf(database, key, () => keysetQuery(database, collection, filters, keys, start, pageSize, region));
+    return runShape(database, shape, keysetValues(collection, filters, start, region));
+  };
+  let rows: unknown[][];
+  if (splitAtNulls(collection, keys, start)) {
+    rows = await read('position');
+    // The position's run ended within the chunk: the chunk goes on with the other run.
+    if (rows.length <= pageSize) rows = [...rows, ...(await read('beyond'))].slice(0, pageSize + 1);
+  } else {
+    rows = await read();
+  }
   return { items: itemsOf(collection, rows, pageSize), more: rows.length > pageSize };
 }
 

@@ -1,14 +1,18 @@
 // Keyset chunks deep in a collection are served by an index scan, with no sort over the table (EXPLAIN), in the
-// plan for the values and in the generic plan of the shape, which a prepared statement may use for any values.
+// plan for the values and in the generic plan of the shape, which a prepared statement may use for any values; and
+// deep in an order by a nullable key, each run of the index (values, NULLs) is scanned from where the chunk starts.
 import { eq, type Placeholder } from 'drizzle-orm';
 import t from 'tap';
+import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { formatEpoch } from '../../db/timestamps.ts';
 import { demoRegistry } from '../../demo/collections.ts';
 import { parseFilters } from '../../lib/pagination/filters.ts';
-import { keysetQuery, keysetValues, positionOf } from '../../lib/pagination/keyset.ts';
-import { splitSort } from '../../lib/pagination/registry.ts';
-import { withTieBreaker } from '../../lib/pagination/sort.ts';
+import { type KeyValue, keysetQuery, keysetValues, positionOf, type Region } from '../../lib/pagination/keyset.ts';
+import { type SortKey, splitSort } from '../../lib/pagination/registry.ts';
+import { loadRegistry } from '../../lib/pagination/runtime.ts';
+import { sortParam, withTieBreaker } from '../../lib/pagination/sort.ts';
 import { testApp } from '../helpers/app.ts';
+import { testDatabase } from '../helpers/db.ts';
 
 interface PlanNode {
   'Node Type': string;
@@ -110,4 +114,50 @@ t.test('a deep keyset chunk is an index scan with no sort', async (t) => {
     const rows = await app.database.sql.unsafe(query.sql, params as never[]);
     t.equal(rows.length, Math.min(21, n - depth - 1), `${label}: one row more than the page, or what is left`);
   }
+});
+
+interface AnalyzedNode extends PlanNode {
+  'Actual Rows'?: number;
+  'Rows Removed by Filter'?: number;
+  Plans?: AnalyzedNode[];
+}
+
+t.test('deep in an order by a nullable key, a chunk reads its own rows, not every row before its position', async (t) => {
+  const database = await testDatabase(t);
+  await database.sql.unsafe(`
+    create table public.scores (id int primary key, score int);
+    create index scores_score_id on public.scores (score, id);
+    insert into public.scores select n, case when n % 10 = 0 then null else n % 1000 end from generate_series(1, 20000) n;
+    analyze public.scores;`);
+  const registry = await loadRegistry(database.sql, 'collections: [{relation: public.scores, sort: [score]}]', 'collections.yaml', {
+    serviceSchema: SERVICE_SCHEMA,
+  });
+  const collection = registry.get('scores')!;
+  const scans = async (keys: SortKey[], after: KeyValue[], region?: Region) => {
+    const start = { after };
+    const query = keysetQuery(database, collection, [], keys, start, 20, region).toSQL();
+    const values = keysetValues(collection, [], start, region);
+    const params = query.params.map((param) => values[(param as Placeholder).name]);
+    const [explained] = await database.sql.unsafe(`explain (analyze, format json) ${query.sql}`, params as never[]);
+    const all = nodes((explained!['QUERY PLAN'] as [{ Plan: AnalyzedNode }])[0].Plan) as AnalyzedNode[];
+    t.notOk(
+      all.some((node) => /Sort|Seq Scan/.test(node['Node Type'])),
+      `${sortParam(keys)} after ${JSON.stringify(after)} ${region ?? ''}: no sort`,
+    );
+    // What the scan read: the rows it returned and those its filter dropped.
+    return all.reduce(
+      (sum, node) => sum + (/Index/.test(node['Node Type']) ? (node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) : 0),
+      0,
+    );
+  };
+  const ascending = withTieBreaker(splitSort('score'));
+  const descending = withTieBreaker(splitSort('-score'));
+  // Three quarters of the way through the values ascending; among the NULLs (which come first) descending.
+  const deepValue: KeyValue[] = [750, 750];
+  const deepNull: KeyValue[] = [null, 15000];
+  t.ok((await scans(ascending, deepValue)) > 10_000, 'one predicate over both runs reads every row before the position');
+  t.ok((await scans(ascending, deepValue, 'position')) <= 21, "the position's run: a bounded scan");
+  t.ok((await scans(ascending, deepValue, 'beyond')) <= 21, 'the NULLs after it: from their start');
+  t.ok((await scans(descending, deepNull, 'position')) <= 21, 'descending, among the NULLs: a bounded scan');
+  t.ok((await scans(descending, deepNull, 'beyond')) <= 21, 'and the values after them: from their start');
 });
