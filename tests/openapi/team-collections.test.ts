@@ -31,6 +31,7 @@ const RELATIONS: Record<string, string> = {
   things: 'team.things',
   shows: 'team.shows',
   show_titles: 'team.show_titles',
+  show_titles_by_year: 'team.show_titles',
   playlist_track: 'team.playlist_track',
   Album: '"Music"."Album"',
   payments: 'team.payments',
