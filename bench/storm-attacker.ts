@@ -19,7 +19,19 @@ if (!origin || !path || !connectionsText || !secondsText || keys.length === 0) {
 const runs = keys.map((key) => {
   let instance: autocannon.Instance | undefined;
   const counts = new Promise<Record<number, number>>((resolve, reject) => {
-    const options = { url: `${origin}${path}`, connections: Number(connectionsText), headers: { authorization: `Bearer ${key}` } };
+    // VARY names a filter parameter each request gives a new value that selects every row (`VARY=priceCents[gte]`:
+    // a random negative number), so that no two requests are one read the service could share
+    // (docs/operations.md, "Identical reads share a statement"): the storm's worst case, each request its own statement.
+    const vary = process.env.VARY;
+    const requests: autocannon.Request[] | undefined = vary
+      ? [{ setupRequest: (request) => ({ ...request, path: `${path}&${vary}=-${1 + Math.floor(Math.random() * 1e9)}` }) }]
+      : undefined;
+    const options = {
+      url: `${origin}${path}`,
+      connections: Number(connectionsText),
+      headers: { authorization: `Bearer ${key}` },
+      ...(requests ? { requests } : {}),
+    };
     instance = autocannon({ ...options, duration: Number(secondsText) }, (error, result) => {
       if (error) return reject(error);
       const byStatus: Record<number, number> = {};

@@ -1,25 +1,31 @@
-// `node bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S]`:
+// `node bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S] [--vary PARAM]`:
 // a storm against a real server (docs/rate-limit.md, "The storm it stops"). Three free keys send `--query`
 // (default issue 11's deep offset, `sort=-priceCents,name&offset=999000&count=none`) from 8 connections each,
-// ignoring 429s (a hostile client); a fourth key, on a tier that never declines, sends one cheap chunk every
+// ignoring 429s (a hostile client), with `--vary PARAM` each request its own statement (bench/storm-attacker.ts,
+// VARY); a fourth key, on a tier that never declines, sends one cheap chunk every
 // 50 ms, or with `--follow PATH` reads PATH's chunks one at a time without pause, following next links.
 // Prints that client's latency alone and during the storm, what the storm keys were served, the PostgreSQL
 // time each storm key got per minute, and /readyz. Not part of the tests.
 import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { runMigrations } from '../db/migrate.ts';
 import { migrateDemo } from '../demo/migrate.ts';
 import { stopProcess } from '../tests/helpers/processes.ts';
-import { sleep } from '../tests/helpers/wait.ts';
+import { sleep, waitFor } from '../tests/helpers/wait.ts';
 import { cpuBetween, postmasterOf, snapshot } from './cpu.ts';
 import { backendPids } from './measure.ts';
 import { benchPort } from './processes.ts';
 
-const USAGE = 'Usage: node bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S]';
+const USAGE =
+  'Usage: node bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S] [--vary PARAM]';
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { query: { type: 'string' }, follow: { type: 'string' }, calm: { type: 'string' } },
+  options: { query: { type: 'string' }, follow: { type: 'string' }, calm: { type: 'string' }, vary: { type: 'string' } },
 });
 const [databaseUrl, dir = process.cwd(), secondsText = '30'] = positionals;
 if (!databaseUrl) throw new Error(USAGE);
@@ -49,37 +55,40 @@ await sql`
   insert into paginated_collections.rate_tiers (name, allowance, window_seconds, concurrency) values ('storm-victim', 1000000000, 60, 1000)
   on conflict (name) do update set allowance = excluded.allowance, concurrency = excluded.concurrency`;
 
+// The server's request log goes to a file, read once the storm is over: parsed as it came (some 8,000 lines a second
+// of 429s), it would take the measuring process's event loop from the fourth client, whose latency it measures.
+const logDir = await mkdtemp(path.join(tmpdir(), 'storm-cost-'));
+const logFile = path.join(logDir, 'server.log');
+const logFd = openSync(logFile, 'w');
 const server = spawn(process.execPath, ['server.ts'], {
   cwd: dir,
   env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, COLLECTIONS: 'demo', PORT: String(port) },
-  stdio: ['ignore', 'pipe', 'inherit'],
+  stdio: ['ignore', logFd, 'inherit'],
 });
+closeSync(logFd);
+await waitFor('the server ready', async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status === 200, {
+  timeoutMs: 60_000,
+});
+
 /**
  * What the server's request log says each subject's statements ran on PostgreSQL (its `pgMs`, by the server's
- * clock) and was charged in the end (`charged`), from the moment `counting` is set: the storm keys' real
- * PostgreSQL time, which a request the service cuts short (a 429 Query_limit_exceeded) uses too.
+ * clock) and was charged in the end (`charged`), for the requests logged from `from` to `to` (epoch ms): the storm
+ * keys' real PostgreSQL time, which a request the service cuts short (a 429 Query_limit_exceeded) uses too.
  */
-const logged = new Map<string, { pgMs: number; charged: number; requests: number }>();
-let counting = false;
-let partial = '';
-await new Promise<void>((resolve) =>
-  server.stdout!.on('data', (chunk: Buffer) => {
-    const text = partial + chunk.toString();
-    const lines = text.split('\n');
-    partial = lines.pop()!;
-    for (const line of lines) {
-      if (line.includes('Listening')) resolve();
-      if (!counting || !line.includes('"subject"')) continue;
-      const { subject, pgMs, charged } = JSON.parse(line) as { subject?: string; pgMs?: number; charged?: number };
-      if (subject === undefined) continue;
-      const sum = logged.get(subject) ?? { pgMs: 0, charged: 0, requests: 0 };
-      sum.pgMs += pgMs ?? 0;
-      sum.charged += charged ?? 0;
-      sum.requests += 1;
-      logged.set(subject, sum);
-    }
-  }),
-);
+async function loggedBetween(from: number, to: number): Promise<Map<string, { pgMs: number; charged: number; requests: number }>> {
+  const logged = new Map<string, { pgMs: number; charged: number; requests: number }>();
+  for (const line of (await readFile(logFile, 'utf8')).split('\n')) {
+    if (!line.includes('"subject"')) continue;
+    const { subject, pgMs, charged, time } = JSON.parse(line) as { subject?: string; pgMs?: number; charged?: number; time: number };
+    if (subject === undefined || time < from || time > to) continue;
+    const sum = logged.get(subject) ?? { pgMs: 0, charged: 0, requests: 0 };
+    sum.pgMs += pgMs ?? 0;
+    sum.charged += charged ?? 0;
+    sum.requests += 1;
+    logged.set(subject, sum);
+  }
+  return logged;
+}
 
 /** A new key: its secret, and the subject the limiter and the log name it by. */
 async function register(name: string): Promise<{ key: string; subject: string }> {
@@ -161,6 +170,7 @@ console.log(`alone: the storm request ${describe(alone)}, ${Math.round(perReques
 // The storm keys from a process of their own (bench/storm-attacker.ts says why), 8 connections each.
 const storm = spawn(process.execPath, ['bench/storm-attacker.ts', base, STORM, '8', String(seconds), ...stormKeys], {
   cwd: `${import.meta.dirname}/..`,
+  env: values.vary === undefined ? process.env : { ...process.env, VARY: values.vary },
   // stdin: a pipe that closes with this process, which the storm takes as its end (bench/storm-attacker.ts).
   stdio: ['pipe', 'pipe', 'inherit'],
 });
@@ -175,13 +185,16 @@ await new Promise<void>((resolve) =>
 const stormExit = new Promise((resolve) => storm.once('close', resolve));
 // The storm stops with the fourth client's measurement, if it has not yet: run on past its tier's window
 // (61 s for a minute), it would be served a second allowance.
-counting = true;
+const stormStarted = Date.now();
 const measured = victim(seconds * 1000).then((result) => {
   storm.kill('SIGTERM');
   return result;
 });
 const [[during, ready], stormMicros, stormServer] = await cpuOver(() => Promise.all([measured, readyz(seconds * 1000)]));
 await stormExit;
+// The last lines: the log's buffer is flushed every 100 ms (lib/http/logger.ts).
+await sleep(500);
+const logged = await loggedBetween(stormStarted, Date.now());
 const { served, cpuMicros: attackersMicros } = JSON.parse(printed.slice('started\n'.length)) as {
   served: Record<string, Record<number, number>>;
   cpuMicros: number;
@@ -204,3 +217,5 @@ console.log(
 console.log(`/readyz during the storm: ${JSON.stringify(ready)}`);
 await sql.end();
 await stopProcess(server);
+if (!process.env.KEEP_LOG) await rm(logDir, { recursive: true, force: true });
+else console.log(`log: ${logFile}`);

@@ -85,7 +85,7 @@ interface PoolShapes {
   readonly cancels: Map<number, number>;
   /**
    * How long a budget's cancel takes to end its statement, from the budget's end to the error's arrival
-   * (the lock check, the cancel request's own connection, PostgreSQL's next check for interrupts), in ms, a
+   * (the lock check, the pg_cancel_backend round trip, PostgreSQL's next check for interrupts), in ms, a
    * moving average: cancels are sent that much before the budget ends, so that a cut-short statement runs
    * about its budget, not its budget and the cancel's lag.
    */
@@ -234,14 +234,14 @@ function timedText(text: string): string | undefined {
   return `select q.*, null::float8 from (${text}) as q union all select q.*, ${clock} from (select 1) as one left join (${text}) as q on false`;
 }
 
-/** Whether `error` is PostgreSQL's answer to a cancel request (a statement_timeout says so otherwise). */
+/** Whether `error` is PostgreSQL's answer to a cancel (pg_cancel_backend or a cancel request; a statement_timeout says so otherwise). */
 function cancelledByRequest(error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown };
   return code === '57014' && typeof message === 'string' && message.includes('user request');
 }
 
 /**
- * What a pool's cancels are taken to lag before any was measured: a cancel request's own connection and
+ * What a pool's cancels are taken to lag before any was measured: the pg_cancel_backend round trip and
  * PostgreSQL's next check for interrupts take a few milliseconds on one host. Without it, the statements of a
  * storm's first wave, all cancelled at once, would each run that much past their budgets.
  */
@@ -295,22 +295,69 @@ interface Cancellable {
 }
 
 /**
- * Cancels a query as Query.cancel() does, keeping hold of the cancel's promise, which Query.cancel() drops:
- * a cancel request that fails (the server away) must not be an unhandled rejection. The statement ends
- * anyway, by the pool's statement timeout at the latest. The backend is noted with the time, so that a
- * cancel that arrives after the statement ended, and cancels the next one there, is recognised (send).
+ * Cancels a query's statement with pg_cancel_backend on the pool's watch connection: the signal a cancel
+ * request sends, without the connection a cancel request is, which PostgreSQL forks a process for. A storm's
+ * wave of statements cut short at once made as many forks, on cores busy with the statements themselves, and
+ * each cancel landed that much later. Where the watch cannot (the server away, a role that may not signal the
+ * backend), a cancel request as Query.cancel() sends it, keeping hold of its promise, which Query.cancel()
+ * drops: one that fails must not be an unhandled rejection. The statement ends anyway, by the pool's
+ * statement timeout at the latest. The backend is noted with the time, so that a cancel that arrives after
+ * the statement ended, and cancels the next one there, is recognised (send).
  */
 function cancel(database: Database, query: Cancellable): void {
   const canceller = query.canceller;
   query.canceller = null;
+  const request = () => canceller?.(query).catch(() => {});
   const pid = query.state?.pid;
   const cancels = pools.get(database.sql)?.cancels;
-  if (pid !== undefined && cancels !== undefined) {
+  if (pid === undefined) {
+    request();
+    return;
+  }
+  if (cancels !== undefined) {
     const now = performance.now();
     for (const [other, at] of cancels) if (now - at >= CANCEL_RACE_MS) cancels.delete(other);
     cancels.set(pid, now);
   }
-  canceller?.(query).catch(() => {});
+  signal(database, pid).then((signalled) => {
+    if (!signalled) request();
+  }, request);
+}
+
+/** Cancels asked for in one turn of the event loop, by watch connection: sent together (signal). */
+const signalling = new Map<Database['watch'], Map<number, ((signalled: boolean) => void)[]>>();
+
+/**
+ * pg_cancel_backend(pid) on the database's watch connection, with the other cancels asked for in the same turn
+ * of the event loop in one statement: a wave of statements whose budgets end together (a storm's) is cut
+ * short at once, not one round trip after another, each statement running on meanwhile. Resolves whether the
+ * backend was signalled.
+ */
+function signal(database: Database, pid: number): Promise<boolean> {
+  const { watch } = database;
+  let batch = signalling.get(watch);
+  if (batch === undefined) {
+    const pending = new Map<number, ((signalled: boolean) => void)[]>();
+    batch = pending;
+    signalling.set(watch, pending);
+    setImmediate(() => {
+      signalling.delete(watch);
+      const pids = [...pending.keys()];
+      const settle = (signalled: Set<number>) => {
+        for (const [each, waiters] of pending) for (const resolve of waiters) resolve(signalled.has(each));
+      };
+      watch<{ pid: number; signalled: boolean }[]>`select pid, pg_cancel_backend(pid) as signalled from unnest(${`{${pids.join(',')}}`}::int[]) as pid`.then(
+        (rows) => settle(new Set(rows.filter((row) => row.signalled).map((row) => row.pid))),
+        () => settle(new Set()),
+      );
+    });
+  }
+  const waiting = batch;
+  return new Promise((resolve) => {
+    const waiters = waiting.get(pid);
+    if (waiters === undefined) waiting.set(pid, [resolve]);
+    else waiters.push(resolve);
+  });
 }
 
 /** Whether the backend `pid` is waiting for a lock (no cancel when it cannot be asked: the pool's timeout remains). */
@@ -338,7 +385,7 @@ interface BudgetClock {
 /**
  * Cancels `query` once it has run `timeoutMs` on PostgreSQL: counted from when postgres.js sends it to the
  * server (it marks the query active then), so that the wait for a connection of the pool, the service's own
- * queue, is not the client's time. A cancel request, rather than a statement_timeout set around the
+ * queue, is not the client's time. A cancel when it runs out (cancel), rather than a statement_timeout set around the
  * statement, costs nothing to the statements that run within their budget. A statement waiting for a lock
  * (a migration, an operator's maintenance) is not the client's doing: it is looked at again a budget later,
  * and left to the pool's statement_timeout (a 503) while it waits.

@@ -20,10 +20,11 @@ const MS_PER_UNIT = 2;
 const FLOOR_MS = 50;
 
 /**
- * The time a request's statements may take: the units it was charged, and its share of what its client has
- * left (what is left shared among the requests the tier lets it have in flight, so that all of them
- * together stay within it), at MS_PER_UNIT; never less than FLOOR_MS. Each statement is told what the
- * request has not used yet (statements run in parallel may each use it: what they overrun is a debt).
+ * The time a request's statements may take, at MS_PER_UNIT: its share of what its client had before it was
+ * charged, less what its requests in flight on this instance may still be charged for their time, shared
+ * among the requests the tier lets it have in flight besides those (so that all of them together stay within
+ * it); or the units it was charged where they are more; never less than FLOOR_MS. Each statement is told what
+ * the request has not used yet (statements run in parallel may each use it: what they overrun is a debt).
  */
 export class RequestBudget implements StatementBudget {
   /** Milliseconds the request's statements used, by the server's clock. */
@@ -31,11 +32,28 @@ export class RequestBudget implements StatementBudget {
   /** The request's answer once a statement was cancelled by this budget. */
   cancelled: ApiError | undefined;
   private readonly totalMs: number;
+  private readonly units: number;
 
-  /** `units`: what the request is charged; `remaining`: what its client has left besides; `concurrency`: its tier's cap. */
-  constructor(units: number, remaining: number, concurrency: number) {
-    const share = Math.max(0, remaining) / Math.max(1, concurrency);
-    this.totalMs = Math.max(FLOOR_MS, (units + share) * MS_PER_UNIT);
+  /**
+   * `units`: what the request is charged; `remaining`: what its client has left besides; `concurrency`: its tier's
+   * cap; `others`: the budgets of its client's other requests in flight on this instance, whose time beyond their
+   * charge is not in `remaining` yet (it is charged when they end), so is not this request's to share.
+   */
+  constructor(units: number, remaining: number, concurrency: number, others: Iterable<RequestBudget> = []) {
+    let claimed = 0;
+    let count = 0;
+    for (const other of others) {
+      claimed += other.unsettledUnits();
+      count += 1;
+    }
+    const share = Math.max(0, remaining + units - claimed) / Math.max(1, concurrency - count);
+    this.units = units;
+    this.totalMs = Math.max(FLOOR_MS, Math.max(units, share) * MS_PER_UNIT);
+  }
+
+  /** Units its statements may still be charged beyond what the request was charged up front. */
+  unsettledUnits(): number {
+    return Math.max(0, this.totalMs / MS_PER_UNIT - this.units);
   }
 
   timeoutMs(): number {

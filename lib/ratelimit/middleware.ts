@@ -112,6 +112,12 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
   const limiter = shardedLimiter(deps.limiters, leaseTtl, timeoutMs, metrics?.statement);
   const offerHousekeeping = housekeepers(deps.limiters, options.housekeepingMs ?? 10_000, clockOffset);
 
+  /**
+   * The statement budgets of the requests in flight on this instance, by subject: what each may still be charged
+   * for its time is not in the limiter's `remaining` until it ends, so a request admitted meanwhile does not
+   * share it out again (budget.ts). Requests in flight are this process's own; nothing of the limit lives here.
+   */
+  const inFlight = new Map<string, Set<RequestBudget>>();
   return async function rateLimit(c, next) {
     const registration = isRegistration(c);
     // Throws a 400 when a trusted proxy passed an X-Forwarded-For entry that is no address: nobody is
@@ -184,10 +190,18 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       }
       // Every answer carries them (lib/http/response-headers.ts): a chunk writes them in as it is made.
       addResponseHeaders(c, headers);
-      budget = new RequestBudget(cost + added, decision.remaining - added, decision.concurrency);
+      const others = inFlight.get(decision.subject);
+      budget = new RequestBudget(cost + added, decision.remaining - added, decision.concurrency, others);
+      if (others === undefined) inFlight.set(decision.subject, new Set([budget]));
+      else others.add(budget);
       c.set('statementBudget', budget);
       await next();
     } finally {
+      if (budget !== undefined) {
+        const others = inFlight.get(decision.subject);
+        others?.delete(budget);
+        if (others?.size === 0) inFlight.delete(decision.subject);
+      }
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease. A
         // release that fails is kept by the limiter and sent again once the database answers. A 503 (the

@@ -45,10 +45,31 @@ t.test('a statement is cancelled once it used what its client can pay for: a 429
   // 10 units, 4 in flight: a 1-unit chunk may take its unit and a quarter of the 9 left at 2 ms a unit, less
   // than the 50 ms floor: the trap, which reads the whole table, runs out of it.
   await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
+  // What the pool's watch connection is asked, and answers: the cancel is a pg_cancel_backend there, which
+  // signals the backend (a cancel request, the fallback, would be a connection of its own).
+  const signals: unknown[] = [];
+  const reads = api.database.reads;
+  (reads as { watch: unknown }).watch = new Proxy(reads.watch, {
+    apply(target, self, args) {
+      const query = Reflect.apply(target, self, args);
+      if ((args[0] as TemplateStringsArray).join('').includes('pg_cancel_backend')) {
+        signals.push(
+          query.then(
+            (rows: unknown) => rows,
+            (error: unknown) => error,
+          ),
+        );
+      }
+      return query;
+    },
+  });
   const began = performance.now();
   const res = await api.request(TRAP);
   const took = performance.now() - began;
   t.equal(res.status, 429);
+  const answered = await Promise.all(signals);
+  t.equal(answered.length, 1, 'one pg_cancel_backend on the watch connection');
+  t.match(answered[0], [{ signalled: true }], 'which signalled the backend');
   t.ok(took < 2000, `answered once its budget was used, not at the pool's timeout: ${Math.round(took)} ms`);
   const problem = await res.json();
   t.equal(problem.code, 'Query_limit_exceeded');
