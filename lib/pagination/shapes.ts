@@ -346,7 +346,9 @@ function signal(database: Database, pid: number): Promise<boolean> {
       const settle = (signalled: Set<number>) => {
         for (const [each, waiters] of pending) for (const resolve of waiters) resolve(signalled.has(each));
       };
-      watch<{ pid: number; signalled: boolean }[]>`select pid, pg_cancel_backend(pid) as signalled from unnest(${`{${pids.join(',')}}`}::int[]) as pid`.then(
+      watch<
+        { pid: number; signalled: boolean }[]
+      >`select pid, pg_cancel_backend(pid) as signalled from unnest(${`{${pids.join(',')}}`}::int[]) as pid`.then(
         (rows) => settle(new Set(rows.filter((row) => row.signalled).map((row) => row.pid))),
         () => settle(new Set()),
       );
