@@ -5,9 +5,10 @@
 // rate-limit headers. The service at or above this floor does its work as cheaply as this stack allows.
 // It also answers that chunk from a price on (`&priceCents[gte]=N`, N a whole number): the bench's rows
 // where every request asks for another chunk, so that no two requests can share a read.
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import postgres from 'postgres';
+import { nextCursor, type ProductRow, productItem } from './price-chunk.ts';
 
 const PAGE_SIZE = 20;
 // What the floor charges against: the service's anonymous tier as the bench raises it, so never a 429.
@@ -67,35 +68,6 @@ try {
   if (!['23505', '42P07'].includes((error as { code?: string }).code ?? '')) throw error;
 }
 
-/**
- * PostgreSQL's timestamptz text in UTC (`2025-06-08 06:53:58.54737+00`, trailing zeros of the fraction
- * dropped) as RFC 3339 with six fractional digits, as the service prints it. Exact for years 1 to 9999,
- * which the tables' check constraints guarantee (docs/operations.md, "Timestamps in the tables").
- */
-function rfc3339(text: string): string {
-  const seconds = `${text.slice(0, 10)}T${text.slice(11, 19)}`;
-  const fraction = text.charCodeAt(19) === 46 /* . */ ? text.slice(20, text.length - 3) : '';
-  return `${seconds}.${fraction.padEnd(6, '0')}Z`;
-}
-
-/** The service's cursor for the position after `last`: the same payload, encoding and HMAC. */
-function nextCursor(priceCents: number, id: number, from: number | undefined): string {
-  const filters = from === undefined ? [] : [['priceCents[gte]', String(from)]];
-  const body = Buffer.from(JSON.stringify({ v: 'cursor', c: 'products', s: 'priceCents,id', f: filters, k: [priceCents, id] })).toString(
-    'base64url',
-  );
-  const signature = createHmac('sha256', cursorSecret).update(`v1.${body}`).digest('base64url');
-  return `v1.${body}.${signature}`;
-}
-
-interface ProductRow {
-  id: number;
-  name: string;
-  category: string;
-  price_cents: number;
-  created_at: string;
-}
-
 async function chunk(
   subject: string,
   origin: string,
@@ -116,18 +88,12 @@ async function chunk(
           ProductRow[]
         >`select id, name, category, price_cents, created_at from demo.products where price_cents >= ${from} order by price_cents, id limit 21`,
   );
-  const items = rows.slice(0, PAGE_SIZE).map((row) => ({
-    id: row.id,
-    name: row.name,
-    category: row.category,
-    priceCents: row.price_cents,
-    createdAt: rfc3339(row.created_at),
-  }));
+  const items = rows.slice(0, PAGE_SIZE).map(productItem);
   const self = `${origin}/v1/products?page-size=${PAGE_SIZE}&sort=priceCents${from === undefined ? '' : `&priceCents%5Bgte%5D=${from}`}`;
   const last = items.at(-1);
   const next =
     rows.length > PAGE_SIZE && last
-      ? `${origin}/v1/products?page-size=${PAGE_SIZE}&cursor=${nextCursor(last.priceCents, last.id, from)}`
+      ? `${origin}/v1/products?page-size=${PAGE_SIZE}&cursor=${nextCursor(cursorSecret, last.priceCents, last.id, from)}`
       : undefined;
   const links: Record<string, { href: string }> = { self: { href: self } };
   if (next) links.next = { href: next };

@@ -6,13 +6,14 @@
 // items as the floor and the service, with the same links and `next` cursor payload, and the chunk from a
 // price on (`&priceCents[gte]=N`), the bench's rows where every request asks for another chunk.
 // Environment: DATABASE_URL, REDIS_URL (default redis://127.0.0.1:6379), PORT, LOG_LEVEL (default info).
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
 import Fastify from 'fastify';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import postgres from 'postgres';
+import { nextCursor, type ProductRow, productItem } from './price-chunk.ts';
 
 const PAGE_SIZE = 20;
 // A generous limit, as the bench raises the service's anonymous tier: no request of a row is ever a 429.
@@ -66,32 +67,6 @@ app.addHook('onResponse', async (request, reply) => {
     'request completed',
   );
 });
-
-/**
- * PostgreSQL's timestamptz text in UTC (`2025-06-08 06:53:58.54737+00`, trailing zeros of the fraction
- * dropped) as RFC 3339 with six fractional digits, as the service prints it (years 1 to 9999).
- */
-function rfc3339(text: string): string {
-  const seconds = `${text.slice(0, 10)}T${text.slice(11, 19)}`;
-  const fraction = text.charCodeAt(19) === 46 /* . */ ? text.slice(20, text.length - 3) : '';
-  return `${seconds}.${fraction.padEnd(6, '0')}Z`;
-}
-
-/** A cursor for the position after the last item: the service's payload and encoding, signed with this process's secret. */
-function nextCursor(priceCents: number, id: number, from: number | undefined): string {
-  const filters = from === undefined ? [] : [['priceCents[gte]', String(from)]];
-  const payload = { v: 'cursor', c: 'products', s: 'priceCents,id', f: filters, k: [priceCents, id] };
-  const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
-  return `v1.${body}.${createHmac('sha256', cursorSecret).update(`v1.${body}`).digest('base64url')}`;
-}
-
-interface ProductRow {
-  id: number;
-  name: string;
-  category: string;
-  price_cents: number;
-  created_at: string;
-}
 
 interface ChunkQuery {
   'page-size': number;
@@ -151,19 +126,13 @@ app.get<{ Querystring: ChunkQuery }>(
         : await sql<
             ProductRow[]
           >`select id, name, category, price_cents, created_at from demo.products where price_cents >= ${from} order by price_cents, id limit 21`;
-    const products = rows.slice(0, PAGE_SIZE).map((row) => ({
-      id: row.id,
-      name: row.name,
-      category: row.category,
-      priceCents: row.price_cents,
-      createdAt: rfc3339(row.created_at),
-    }));
+    const products = rows.slice(0, PAGE_SIZE).map(productItem);
     const origin = `${request.protocol}://${request.host}`;
     const self = `${origin}/v1/products?page-size=${PAGE_SIZE}&sort=priceCents${from === undefined ? '' : `&priceCents%5Bgte%5D=${from}`}`;
     const last = products.at(-1);
     const next =
       rows.length > PAGE_SIZE && last
-        ? `${origin}/v1/products?page-size=${PAGE_SIZE}&cursor=${nextCursor(last.priceCents, last.id, from)}`
+        ? `${origin}/v1/products?page-size=${PAGE_SIZE}&cursor=${nextCursor(cursorSecret, last.priceCents, last.id, from)}`
         : undefined;
     reply.header('link', next ? `<${self}>; rel="self", <${next}>; rel="next"` : `<${self}>; rel="self"`);
     return { pageSize: PAGE_SIZE, products, _links: next ? { self: { href: self }, next: { href: next } } : { self: { href: self } } };

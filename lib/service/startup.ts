@@ -217,17 +217,15 @@ async function collectionsToServe(
   urls: { directUrl: string; readUrl: string; log: (line: string) => void },
 ): Promise<Registry> {
   const { collections } = config;
-  let path = '';
-  let source = '';
-  // The demo's catalog is read where its tables were just made: a replica may not have them yet.
-  let catalogUrl = urls.readUrl;
   if (collections.kind === 'demo') {
     if (demo === undefined) throw new Error('COLLECTIONS=demo: this entry has no demo to serve; name a collections file');
     await demo.prepare(urls.directUrl, urls.log);
-    [path, source, catalogUrl] = [demo.file, 'the demo (demo/collections.yaml)', urls.directUrl];
-  } else {
-    [path, source] = [collections.path, collections.path];
   }
+  // The demo's catalog is read where its tables were just made: a replica may not have them yet.
+  const { path, source, catalogUrl } =
+    collections.kind === 'demo'
+      ? { path: demo!.file, source: 'the demo (demo/collections.yaml)', catalogUrl: urls.directUrl }
+      : { path: collections.path, source: collections.path, catalogUrl: urls.readUrl };
   let text: string;
   try {
     text = await readFile(path, 'utf8');

@@ -1,37 +1,16 @@
-// The bench's floor (bench/floor-server.ts) answers the chunk it stands in for exactly as the service does:
-// the same items in the same order and JSON, the same links and cursor payload (docs/benchmarks.md, "The floor").
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
-import { cursorPayload, seedTrickyProducts } from '../helpers/price-chunk.ts';
-import { freePort, stopProcess } from '../helpers/processes.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { cursorPayload, seedTrickyProducts, startBenchServer } from '../helpers/price-chunk.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const _root = fileURLToPath(new URL('../..', import.meta.url));
 const CHUNK = '/v1/products?page-size=20&sort=priceCents';
 
 t.test('the floor answers the first chunk by price as the service does', async (t) => {
   const { database, json } = await testApp(t);
   await seedTrickyProducts(database.sql);
 
-  const port = await freePort();
-  const floor = spawn(process.execPath, ['bench/floor-server.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: database.url, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  floor.stdout.on('data', (chunk) => (output += chunk));
-  floor.stderr.on('data', (chunk) => (output += chunk));
-  t.teardown(() => stopProcess(floor));
-  const origin = `http://127.0.0.1:${port}`;
-  await waitFor(`the floor on ${port} (${output})`, () =>
-    fetch(`${origin}/readyz`).then(
-      (response) => response.ok,
-      () => false,
-    ),
-  );
+  const { origin } = await startBenchServer(t, 'bench/floor-server.ts', { DATABASE_URL: database.url });
 
   const service = await json(CHUNK);
   const response = await fetch(`${origin}${CHUNK}`);
@@ -44,7 +23,7 @@ t.test('the floor answers the first chunk by price as the service does', async (
   t.equal(JSON.stringify(body.products), JSON.stringify(service.body.products), 'the same items, byte for byte');
   t.equal(body.pageSize, service.body.pageSize);
   t.equal(body._links.self.href.replace(origin, ''), service.body._links.self.href.replace('http://test.local', ''));
-  t.same(cursorPayload(body._links.next.href), cursorPayload(service.body._links.next.href), 'the same cursor payload');
+  t.strictSame(cursorPayload(body._links.next.href), cursorPayload(service.body._links.next.href), 'the same cursor payload');
   t.match(response.headers.get('link'), /^<[^>]+>; rel="self", <[^>]+>; rel="next"$/);
   for (const header of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit']) {
     t.ok(response.headers.get(header), `${header} is set`);
@@ -77,7 +56,8 @@ t.test('the floor answers the first chunk by price as the service does', async (
     t.equal(floorBody._links.self.href.replace(origin, ''), served.body._links.self.href.replace('http://test.local', ''));
     t.equal(Boolean(floorBody._links.next), next);
     t.equal(Boolean(served.body._links.next), next);
-    if (next) t.same(cursorPayload(floorBody._links.next.href), cursorPayload(served.body._links.next.href), 'the same cursor payload');
+    if (next)
+      t.strictSame(cursorPayload(floorBody._links.next.href), cursorPayload(served.body._links.next.href), 'the same cursor payload');
   }
   for (const bad of ['priceCents[gte]=', 'priceCents[gte]=1.5', 'priceCents[gte]=-1', 'priceCents[lt]=5']) {
     t.equal((await fetch(`${origin}${CHUNK}&${bad}`)).status, 404, `not ${bad}`);

@@ -8,11 +8,11 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { findRedis } from '../../bench/redis.ts';
 import { testApp } from '../helpers/app.ts';
-import { cursorPayload, seedTrickyProducts } from '../helpers/price-chunk.ts';
+import { cursorPayload, seedTrickyProducts, startBenchServer } from '../helpers/price-chunk.ts';
 import { freePort, stopProcess } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const _root = fileURLToPath(new URL('../..', import.meta.url));
 const CHUNK = '/v1/products?page-size=20&sort=priceCents';
 
 /** Debian's redis-server on a free port, keeping nothing on disk, stopped at teardown: its URL once it answers. */
@@ -34,23 +34,7 @@ t.test('the Fastify peer answers the chunk by price with the service’s items',
   const { database, json } = await testApp(t);
   await seedTrickyProducts(database.sql);
 
-  const port = await freePort();
-  const peer = spawn(process.execPath, ['bench/peer-fastify.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: database.url, REDIS_URL: redisUrl, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  peer.stdout.on('data', (chunk) => (output += chunk));
-  peer.stderr.on('data', (chunk) => (output += chunk));
-  t.teardown(() => stopProcess(peer));
-  const origin = `http://127.0.0.1:${port}`;
-  await waitFor(`the peer on ${port} (${output})`, () =>
-    fetch(`${origin}/readyz`).then(
-      (response) => response.ok,
-      () => false,
-    ),
-  );
+  const { origin, output, stop } = await startBenchServer(t, 'bench/peer-fastify.ts', { DATABASE_URL: database.url, REDIS_URL: redisUrl });
 
   const service = await json(CHUNK);
   const response = await fetch(`${origin}${CHUNK}`, { headers: { origin: 'https://page.example' } });
@@ -64,7 +48,7 @@ t.test('the Fastify peer answers the chunk by price with the service’s items',
   t.equal(JSON.stringify(body.products), JSON.stringify(service.body.products), 'the same items, byte for byte');
   t.equal(body.pageSize, service.body.pageSize);
   t.equal(body._links.self.href.replace(origin, ''), service.body._links.self.href.replace('http://test.local', ''));
-  t.same(cursorPayload(body._links.next.href), cursorPayload(service.body._links.next.href), 'the same cursor payload');
+  t.strictSame(cursorPayload(body._links.next.href), cursorPayload(service.body._links.next.href), 'the same cursor payload');
   t.match(response.headers.get('link'), /^<[^>]+>; rel="self", <[^>]+>; rel="next"$/);
 
   // Counted in Redis, one request at a time: the limit is generous, the remaining count goes down by one.
@@ -96,7 +80,8 @@ t.test('the Fastify peer answers the chunk by price with the service’s items',
     t.equal(peerBody._links.self.href.replace(origin, ''), served.body._links.self.href.replace('http://test.local', ''));
     t.equal(Boolean(peerBody._links.next), next);
     t.equal(Boolean(served.body._links.next), next);
-    if (next) t.same(cursorPayload(peerBody._links.next.href), cursorPayload(served.body._links.next.href), 'the same cursor payload');
+    if (next)
+      t.strictSame(cursorPayload(peerBody._links.next.href), cursorPayload(served.body._links.next.href), 'the same cursor payload');
   }
   // Its query schema refuses another price filter value (Fastify's default validation drops unknown parameters).
   for (const bad of ['priceCents[gte]=', 'priceCents[gte]=1.5', 'priceCents[gte]=-1', 'priceCents[gte]=x']) {
@@ -105,8 +90,8 @@ t.test('the Fastify peer answers the chunk by price with the service’s items',
   t.equal((await fetch(`${origin}/v1/products?page-size=21&sort=priceCents`)).status, 400, 'nothing but that one chunk');
 
   // One log line per request, as pino's JSON: the process exits cleanly on SIGTERM, which flushes them.
-  await stopProcess(peer);
-  const lines = output
+  await stop();
+  const lines = output()
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as { msg?: string; path?: string; status?: number });

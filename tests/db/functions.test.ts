@@ -1,18 +1,13 @@
-// The SQL functions step (db/functions.ts): a database made fresh and one upgraded from any earlier release's
-// migrations end up with the same functions and schema, the service's own (SERVICE_SCHEMA), and nothing of the
-// service outside it; a function file is applied again only when it changed, all changed files or none; two
-// instances migrating at once do not conflict.
-import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
-import postgres, { type Sql } from 'postgres';
+import type { Sql } from 'postgres';
 import t from 'tap';
 import { applyFunctions, readFunctionFiles } from '../../db/functions.ts';
 import { runMigrations } from '../../db/migrate.ts';
-import { serverUrl, urlFor } from '../helpers/db.ts';
+import { emptyDatabase } from '../helpers/db.ts';
 import {
   earlierMigrations,
   migrateAsPublicSchemaRelease,
@@ -25,21 +20,6 @@ const LOCK = 7_204_119_001;
 
 interface Teardown {
   teardown(fn: () => unknown): void;
-}
-
-/** A new, empty database on the test server, with a client; both gone when the test ends. */
-async function emptyDatabase(t: Teardown): Promise<{ name: string; url: string; sql: Sql }> {
-  const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = urlFor(name);
-  const sql = postgres(url, { max: 2, onnotice: () => {} });
-  t.teardown(async () => {
-    await sql.end();
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
-  return { name, url, sql };
 }
 
 /** Every function of the service's schema, as PostgreSQL prints its definition. */

@@ -5,28 +5,13 @@
 // keep their changes, cursors signed with the old secret still verify, the units a subject used still count, the
 // demo's rows are served, and nothing of the service is left in public. A second start changes nothing.
 import { createHash, randomBytes } from 'node:crypto';
-import postgres, { type Sql } from 'postgres';
+import type { Sql } from 'postgres';
 import t from 'tap';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
-import { serverUrl, urlFor } from '../helpers/db.ts';
+import { emptyDatabase } from '../helpers/db.ts';
 import { migrateAsPublicSchemaRelease } from '../helpers/earlier-release.ts';
 import { freePort, stopProcess } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
-
-/** A new, empty database on the test server, with a client; both gone when the test ends. */
-async function emptyDatabase(t: { teardown(fn: () => unknown): void }): Promise<{ name: string; url: string; sql: Sql }> {
-  const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = urlFor(name);
-  const sql = postgres(url, { max: 2, onnotice: () => {} });
-  t.teardown(async () => {
-    await sql.end();
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
-  return { name, url, sql };
-}
 
 /** Every row of `schema.table`, as JSON, in key order. */
 async function rowsOf(sql: Sql, schema: string, table: string, key: string): Promise<unknown[]> {

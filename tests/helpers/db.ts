@@ -28,6 +28,21 @@ export interface TestDatabase extends Database {
   readonly name: string;
 }
 
+/** A new, empty database on the test server, with a client; both gone when the test ends. */
+export async function emptyDatabase(t: Teardown): Promise<{ name: string; url: string; sql: Sql }> {
+  const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  const url = urlFor(name);
+  const sql = postgres(url, { max: 2, onnotice: () => {} });
+  t.teardown(async () => {
+    await sql.end();
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+  return { name, url, sql };
+}
+
 /** A new database with the service's schema and the demo's tables; it and its connections are gone when the test ends. */
 export async function testDatabase(t: Teardown, options: { max?: number; statementTimeoutMs?: number } = {}): Promise<TestDatabase> {
   const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;

@@ -1,6 +1,41 @@
 // What the bench's hand-written servers (the floor, the Fastify peer) are checked on against the service: products
 // that make a chunk by price hard to print alike, and a cursor's payload read without its signature.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { Sql } from 'postgres';
+import { freePort, stopProcess } from './processes.ts';
+import { waitFor } from './wait.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * Starts one of the bench's servers (`entry`, e.g. bench/floor-server.ts) with `env` on a free port, resolving once
+ * /readyz answers: its origin, what it printed, and its stop (SIGTERM). Stopped at teardown.
+ */
+export async function startBenchServer(
+  t: { teardown(fn: () => unknown): void },
+  entry: string,
+  env: Record<string, string>,
+): Promise<{ origin: string; output(): string; stop(): Promise<unknown> }> {
+  const port = await freePort();
+  const server = spawn(process.execPath, [entry], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  server.stdout.on('data', (chunk) => (output += chunk));
+  server.stderr.on('data', (chunk) => (output += chunk));
+  t.teardown(() => stopProcess(server));
+  const origin = `http://127.0.0.1:${port}`;
+  await waitFor(`${entry} on ${port} (${output})`, () =>
+    fetch(`${origin}/readyz`).then(
+      (response) => response.ok,
+      () => false,
+    ),
+  );
+  return { origin, output: () => output, stop: () => stopProcess(server) };
+}
 
 /**
  * 30 products with ties on the price (the id decides), timestamps at the ends of the range and with trailing

@@ -86,6 +86,41 @@ t.test('a statement is cancelled once it used what its client can pay for: a 429
   t.ok(Number(res.headers.get('retry-after')) >= 1, 'with Retry-After');
 });
 
+t.test('where pg_cancel_backend fails on the watch connection, a cancel request cuts the statement short all the same', async (t) => {
+  const api = await testApp(t, { seed: { products: 200_000 }, rateLimit: true });
+  await api.database.sql`vacuum analyze demo.products`;
+  await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
+  // The watch's pg_cancel_backend answered by PostgreSQL with an error (an array it cannot read, as a
+  // malformed statement would be): the cancel falls back to a cancel request, a connection of its own.
+  const failed: unknown[] = [];
+  const reads = api.database.reads;
+  (reads as { watch: unknown }).watch = new Proxy(reads.watch, {
+    apply(target, self, args) {
+      if (!(args[0] as TemplateStringsArray).join('').includes('pg_cancel_backend')) return Reflect.apply(target, self, args);
+      const strings = Object.assign(['select pg_cancel_backend(pid) as signalled from unnest(', '::int[]) as pid'], {
+        raw: ['select pg_cancel_backend(pid) as signalled from unnest(', '::int[]) as pid'],
+      });
+      const query = Reflect.apply(target, self, [strings, 'not an array']);
+      failed.push(
+        query.then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+      );
+      return query;
+    },
+  });
+  const began = performance.now();
+  const res = await api.request(TRAP);
+  const took = performance.now() - began;
+  const errors = await Promise.all(failed);
+  t.equal(errors.length, 1, 'the watch was asked once');
+  t.match(String(errors[0]), /malformed array literal/, 'and PostgreSQL refused it');
+  t.equal(res.status, 429);
+  t.equal((await res.json()).code, 'Query_limit_exceeded');
+  t.ok(took < 2000, `cut short by the cancel request, not by the pool's timeout: ${Math.round(took)} ms`);
+});
+
 t.test("a statement waiting for a lock is not cut short as its client's work: the pool's timeout answers it", async (t) => {
   const api = await testApp(t, { rateLimit: true });
   await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
