@@ -6,16 +6,16 @@ import type { Decision } from './limiter.ts';
 
 /**
  * Milliseconds of PostgreSQL time a unit pays for before a request is charged more. The cost rule prices a
- * unit at about a millisecond (0.7 to 2.4 ms measured along the indexes: docs/rate-limit.md, "What the
- * numbers rest on"): at 2 ms, a chunk that runs as priced is never charged more, and a plan the estimate got
- * wrong pays for its time.
+ * unit at about a millisecond, a little over it along some indexes (docs/rate-limit.md, "What the numbers
+ * rest on"): at 2 ms, a chunk that runs as priced is never charged more, and a plan the estimate got wrong
+ * pays for its time.
  */
 const MS_PER_UNIT = 2;
 
 /**
  * The least time any request's statements may run, whatever its client has left: an ordinary chunk takes
- * 0.1 to 1.5 ms of PostgreSQL, but tens of milliseconds by the server's clock on a machine whose cores are
- * all busy (its backend waits for one), and such a chunk must not be cut short.
+ * about a millisecond of PostgreSQL, but tens of milliseconds by the server's clock on a machine whose cores
+ * are all busy (its backend waits for one), and such a chunk must not be cut short.
  */
 const FLOOR_MS = 50;
 
