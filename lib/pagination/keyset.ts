@@ -9,33 +9,26 @@ import { parseSize, type QueryParams } from './params.ts';
 import type { Collection, Field, SortKey } from './registry.ts';
 import { collectionKey, itemsOf, literalLimit, runShape, shapeOf } from './shapes.ts';
 import { orderBy, sortParam } from './sort.ts';
-import { type DemoType, demoValueType, type KeyValue as Value, type ValueType } from './values.ts';
+import type { KeyValue as Value } from './values.ts';
 import type { ChunkRequest, QueryRequest } from './variants.ts';
 
 /** The query of links that carry none of the request's parameters (cursorLinks). */
 const NO_PARAMS: QueryParams = new Map();
 
-/** One value of a position: a number for int2/int4 fields (and the demo's ids), text for most others, null where a nullable sort key is NULL. */
+/** One value of a position: a number for int2/int4 fields (and a declared collection's ids), text for most others, null where a nullable sort key is NULL. */
 export type KeyValue = Value | null;
 
 export type Item = Record<string, unknown>;
 
-/** A demo field type (lib/pagination/values.ts, demoValueType), or a field. */
-type Typed = Field | DemoType;
-
-function valueTypeOf(typed: Typed): ValueType {
-  return typeof typed === 'string' ? demoValueType(typed) : typed.value;
-}
-
 /** A value (or its placeholder) as it goes into SQL, cast as the field's type needs (timestamps: text cast to timestamptz). */
-export function keyLiteral(typed: Typed, value: Value | Placeholder): SQL {
-  return valueTypeOf(typed).literal(value);
+function keyLiteral(field: Field, value: Value | Placeholder): SQL {
+  return field.value.literal(value);
 }
 
 /** Whether a value read back from a cursor has the shape its field needs: NULL only where the field may hold it. */
-export function isKeyValue(typed: Typed, value: unknown): value is KeyValue {
-  if (value === null) return typeof typed !== 'string' && typed.nullable;
-  return valueTypeOf(typed).isPosition(value);
+export function isKeyValue(field: Field, value: unknown): value is KeyValue {
+  if (value === null) return field.nullable;
+  return field.value.isPosition(value);
 }
 
 /**

@@ -1,7 +1,7 @@
 // The collection registry: one declaration per collection drives validation, SQL, links and cost.
 import type { SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
-import { type DemoType, demoValueType, type FieldType, type ValueType } from './values.ts';
+import { type DeclaredType, declaredValueType, type FieldType, type ValueType } from './values.ts';
 
 export type { FieldType } from './values.ts';
 export type VariantName = 'offset' | 'page' | 'cursor' | 'time';
@@ -40,8 +40,8 @@ export interface CollectionDeclaration {
   readonly name: string;
   readonly table: PgTable;
   /**
-   * Item fields in JSON order: name to column and type. `value` says how its values travel (default: the demo's
-   * way for its type: lib/pagination/values.ts); `nullable` defaults to the column's lack of NOT NULL.
+   * Item fields in JSON order: name to column and type. `value` says how its values travel (default: the
+   * declared way for its type: lib/pagination/values.ts, declaredValueType); `nullable` defaults to the column's lack of NOT NULL.
    */
   readonly fields: Readonly<Record<string, { column: AnyPgColumn; type: FieldType; value?: ValueType; nullable?: boolean }>>;
   /**
@@ -83,7 +83,7 @@ export interface Field {
 
 export interface Collection extends Omit<CollectionDeclaration, 'fields' | 'defaultSort' | 'countThreshold' | 'key'> {
   readonly fields: ReadonlyMap<string, Field>;
-  /** The key's fields (`id` for the demo's). */
+  /** The key's fields (`id` by default for a declared collection). */
   readonly key: readonly string[];
   readonly countThreshold: number;
   readonly selection: Record<string, AnyPgColumn | SQL.Aliased>;
@@ -102,7 +102,7 @@ export function defineCollection(declaration: CollectionDeclaration): Collection
   const key = declaration.key ?? ['id'];
   for (const [name, entry] of Object.entries(declaration.fields)) {
     const { column, type } = entry;
-    const value = entry.value ?? demoValueType(type as DemoType);
+    const value = entry.value ?? declaredValueType(type as DeclaredType);
     const select = value.select(column, name);
     // The key's fields hold no NULL whatever the column says (a view's columns are all nullable to the catalog).
     const nullable = !key.includes(name) && (entry.nullable ?? !column.notNull);

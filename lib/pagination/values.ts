@@ -1,6 +1,7 @@
 // How a field's values travel (docs/api.md, "Values"): what an item selects and prints, what a cursor carries, how a
-// filter value is read and bound. The demo's four types as they always were; a runtime collection's (lib/pagination/
-// runtime.ts) from the column's type in the catalog, printed exactly: never through a lossy JS number or a JS Date.
+// filter value is read and bound. The four types of a collection declared in code (lib/pagination/registry.ts), without
+// casts; a runtime collection's (lib/pagination/runtime.ts) from the column's type in the catalog, printed exactly:
+// never through a lossy JS number or a JS Date.
 // What the OpenAPI document says of them comes from here too: the type's facts, the forms printed and accepted.
 import { type Placeholder, type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
@@ -11,8 +12,8 @@ import { invalidParameter } from '../http/errors.ts';
 import { epochSeconds, isTimestampText, parseTimestamp, timestampValue } from './timestamps.ts';
 
 /**
- * What a field is, as the OpenAPI document describes it. integer: int4 (and the demo's); bigint: the demo's int8 ids,
- * read as JS numbers; timestamp: timestamptz; the rest are a runtime collection's (int8 there is `int8`, exact).
+ * What a field is, as the OpenAPI document describes it. integer: int4; bigint: a declared collection's int8, read as JS
+ * numbers; timestamp: timestamptz; the rest are a runtime collection's (int8 there is `int8`, exact).
  */
 export type FieldType =
   | 'integer'
@@ -35,7 +36,7 @@ export type FieldType =
   | 'tsvector'
   | 'bytea';
 
-/** One value of a cursor's position (null aside): a number for int2/int4 (and the demo's ids), text for the rest, or a boolean. */
+/** One value of a cursor's position (null aside): a number for int2/int4 (and a declared collection's ids), text for the rest, or a boolean. */
 export type KeyValue = string | number | boolean;
 
 export interface ValueType {
@@ -58,7 +59,7 @@ export interface ValueType {
   bind(text: string): KeyValue;
   /** An integer type: since_id takes it when it is the whole key. */
   readonly integer?: boolean;
-  /** What the catalog says of a runtime collection's column type (the demo's have none): the OpenAPI document reads it. */
+  /** What the catalog says of a runtime collection's column type (a declared one's have none): the OpenAPI document reads it. */
   readonly facts?: TypeFacts;
 }
 
@@ -111,11 +112,13 @@ function parseText(name: string, value: string): string {
   return value;
 }
 
-// The demo's four types, exactly as they always were: no casts, ints bound as numbers.
-/** The demo's field types. */
-export type DemoType = 'integer' | 'bigint' | 'text' | 'timestamp';
+/**
+ * The field types of a collection declared in code (defineCollection, a field without its value type): no casts,
+ * ints bound as numbers. A runtime collection's timestamptz is the declared `timestamp`.
+ */
+export type DeclaredType = 'integer' | 'bigint' | 'text' | 'timestamp';
 
-const DEMO: Readonly<Record<DemoType, ValueType>> = {
+const DECLARED: Readonly<Record<DeclaredType, ValueType>> = {
   integer: {
     type: 'integer',
     select: same,
@@ -158,9 +161,9 @@ const DEMO: Readonly<Record<DemoType, ValueType>> = {
   },
 };
 
-/** The value type of a demo field type. */
-export function demoValueType(type: DemoType): ValueType {
-  return DEMO[type];
+/** The value type of a declared field type. */
+export function declaredValueType(type: DeclaredType): ValueType {
+  return DECLARED[type];
 }
 
 // ---- Exact printing.
@@ -359,7 +362,7 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
         return {
           ...text(
             parse,
-            // A number too: cursors of the demo's declarations before its file (docs/api.md, "Values") carried its ids so.
+            // A number too: the demo's cursors carried its ids so before it was served from its file (docs/api.md, "Values").
             (value) =>
               Number.isSafeInteger(value) ||
               (isString(value) &&
@@ -463,7 +466,7 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
         type: 'localTimestamp',
       };
     case 'timestamptz':
-      return DEMO.timestamp;
+      return DECLARED.timestamp;
     case 'time': {
       const zoned = type.name === 'timetz';
       return {

@@ -8,9 +8,9 @@ import { formatEpoch } from '../../db/timestamps.ts';
 import { demoRegistry } from '../../demo/collections.ts';
 import { products } from '../../demo/schema.ts';
 import { ApiError } from '../../lib/http/errors.ts';
-import { keyLiteral } from '../../lib/pagination/keyset.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { parseTimestamp } from '../../lib/pagination/timestamps.ts';
+import { declaredValueType } from '../../lib/pagination/values.ts';
 import { testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
 
@@ -109,7 +109,7 @@ function accepted(name: string, value: string): string | ApiError {
 
 t.test('what parseTimestamp accepts, PostgreSQL casts to the same instant, in any session time zone', async (t) => {
   const db = await testDatabase(t);
-  // The service's cast (keyLiteral: text bound as `$1::timestamptz`, through drizzle, which keeps postgres.js
+  // The service's cast (a timestamp's literal: text bound as `$1::timestamptz`, through drizzle, which keeps postgres.js
   // from turning the text into a JS Date and dropping microseconds); a session TimeZone must not change it.
   const zones = ['UTC', 'Pacific/Kiritimati', 'America/St_Johns', 'Asia/Kathmandu'];
   const clients = zones.map((zone) => postgres(db.url, { max: 1, onnotice: () => {}, connection: { TimeZone: zone } }));
@@ -127,7 +127,7 @@ t.test('what parseTimestamp accepts, PostgreSQL casts to the same instant, in an
       acceptedCount++;
       if (!valid(p)) return false;
       const [row] = await sessions[zone]!.execute<{ micros: string }>(
-        sql`select (extract(epoch from ${keyLiteral('timestamp', result)}) * 1000000)::numeric(30, 0)::text as micros`,
+        sql`select (extract(epoch from ${declaredValueType('timestamp').literal(result)}) * 1000000)::numeric(30, 0)::text as micros`,
       );
       return BigInt(row!.micros) === instant(p);
     }),
