@@ -20,11 +20,7 @@ const SOURCE = 'demo/collections.yaml';
  */
 export function catalogSnapshot(model: CatalogModel): CatalogModel {
   return {
-    relations: model.relations.map(({ oid: _oid, estimatedRows: _rows, ...relation }) => ({
-      ...relation,
-      oid: 0,
-      estimatedRows: undefined,
-    })),
+    relations: model.relations.map((relation) => ({ ...relation, oid: 0, estimatedRows: undefined })),
   };
 }
 
