@@ -55,8 +55,8 @@ export interface LimiterDatabase {
 export interface StatementBudget {
   /** Milliseconds the next statement may run: its `statement_timeout`. */
   timeoutMs(): number;
-  /** A statement of the request ran for `ms` milliseconds, measured by the server. */
-  used(ms: number): void;
+  /** A statement of the request ran for `ms` milliseconds, measured by the server, shared by `sharedBy` requests. */
+  used(ms: number, sharedBy: number): void;
   /** What a statement its budget cancelled rejects with (the request's answer). */
   exceeded(): Error;
 }

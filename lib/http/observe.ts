@@ -11,9 +11,10 @@ declare module 'hono' {
     cost: number;
     /**
      * Set by the rate limiter once it settled an admitted request: the units it was charged in the end, and the
-     * milliseconds its statements ran on PostgreSQL by the server's clock (undefined: none was timed).
+     * milliseconds its statements ran on PostgreSQL by the server's clock (undefined: none was timed), and its
+     * share of them where it shared a statement with other requests (undefined: it shared none).
      */
-    settled: { readonly charged: number; readonly pgMs: number | undefined };
+    settled: { readonly charged: number; readonly pgMs: number | undefined; readonly pgShareMs?: number };
     /** Set by the rate limiter: what its decision on this request puts on the request's line. */
     limited: RequestRecord;
     /** Set by the one error handler: an error answered 500, logged once, with this request's line. */
@@ -70,6 +71,7 @@ export function observe(options: ObserveOptions): MiddlewareHandler {
       cost: c.get('cost'),
       charged: settled?.charged,
       pgMs: settled?.pgMs,
+      pgShareMs: settled?.pgShareMs,
       tier: limited?.tier,
       outcome: status === 503 ? 'unavailable' : (limited?.outcome ?? 'served'),
       subject: limited?.subject,

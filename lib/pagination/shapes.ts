@@ -70,10 +70,16 @@ interface Read {
   readonly ms: number | undefined;
 }
 
-/** A read asked for and not yet sent: its answer, and the budgets of the requests that joined it. */
+/** A read asked for and not yet sent: its answer, the budgets of the requests that joined it, and how many did. */
 interface Unsent {
   readonly read: Promise<Read>;
   readonly budgets: StatementBudget[];
+  readonly sharing: Sharing;
+}
+
+/** The requests that share a read's statement, itself's asker included: known once the statement is sent. */
+interface Sharing {
+  by: number;
 }
 
 interface PoolShapes {
@@ -169,17 +175,19 @@ export function runShape(database: Database, shape: Shape, values: Readonly<Reco
   const pool = pools.get(database.sql);
   const budget = database.statementTimeoutMs === undefined ? undefined : database.budget;
   // No shape was built on this pool: none of its reads can be joined.
-  if (pool === undefined) return charged(send(database, shape, params, budget ? [budget] : []), budget);
+  if (pool === undefined) return charged(send(database, shape, params, budget ? [budget] : []), budget, { by: 1 });
   const key = JSON.stringify(params);
   const reads = pool.unsent.get(shape);
   const joined = reads?.get(key);
   if (joined !== undefined) {
     if (budget !== undefined) joined.budgets.push(budget);
-    return charged(joined.read, budget);
+    joined.sharing.by += 1;
+    return charged(joined.read, budget, joined.sharing);
   }
   const unsent = reads ?? new Map<string, Unsent>();
   if (reads === undefined) pool.unsent.set(shape, unsent);
   const budgets: StatementBudget[] = budget ? [budget] : [];
+  const sharing = { by: 1 };
   const read = new Promise<Read>((resolve, reject) => {
     setImmediate(() => {
       unsent.delete(key);
@@ -187,25 +195,25 @@ export function runShape(database: Database, shape: Shape, values: Readonly<Reco
       send(database, shape, params, budgets).then(resolve, reject);
     });
   });
-  unsent.set(key, { read, budgets });
-  return charged(read, budget);
+  unsent.set(key, { read, budgets, sharing });
+  return charged(read, budget, sharing);
 }
 
 /**
  * A read's rows, its time told to the request's budget: each request that joined a read is told the
- * statement's whole time, what it would have cost it alone. A statement its budget cancelled answers the
- * budget's error, once its time is told.
+ * statement's whole time, what it would have cost it alone, and how many requests shared it. A statement its
+ * budget cancelled answers the budget's error, once its time is told.
  */
-function charged(read: Promise<Read>, budget: StatementBudget | undefined): Promise<unknown[][]> {
+function charged(read: Promise<Read>, budget: StatementBudget | undefined, sharing: Sharing): Promise<unknown[][]> {
   return read.then(
     (done) => {
-      if (budget !== undefined && done.ms !== undefined) budget.used(done.ms);
+      if (budget !== undefined && done.ms !== undefined) budget.used(done.ms, sharing.by);
       return done.rows;
     },
     (error: unknown) => {
       if (!(error instanceof Cancelled)) throw error;
       if (budget === undefined) throw error.cause;
-      budget.used(error.ms);
+      budget.used(error.ms, sharing.by);
       throw budget.exceeded();
     },
   );

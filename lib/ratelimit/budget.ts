@@ -20,26 +20,43 @@ const MS_PER_UNIT = 2;
 const FLOOR_MS = 50;
 
 /**
- * The time a request's statements may take, at MS_PER_UNIT: its share of what its client had before it was
+ * The part of what a client has left that its requests' budgets share out: a statement cut short at its
+ * budget runs on until PostgreSQL notices the cancel, which on a machine whose cores are all busy (a storm's
+ * statements waiting for them) takes tens of milliseconds, a fifth to a half of a free key's 150 ms share. That
+ * time is charged as a debt; keeping a quarter back for it keeps most of it within the window.
+ */
+const SHARED = 0.75;
+
+/**
+ * The time a request's statements may take, at MS_PER_UNIT: its share (SHARED) of what its client had before it was
  * charged, less what its requests in flight on this instance may still be charged for their time, shared
  * among the requests the tier lets it have in flight besides those (so that all of them together stay within
  * it); or the units it was charged where they are more; never less than FLOOR_MS. Each statement is told what
  * the request has not used yet (statements run in parallel may each use it: what they overrun is a debt).
  */
 export class RequestBudget implements StatementBudget {
-  /** Milliseconds the request's statements used, by the server's clock. */
+  /** Milliseconds the request's statements used, by the server's clock: what it is charged for. */
   usedMs = 0;
+  /**
+   * The request's share of usedMs: a statement that n requests shared (docs/operations.md, "Identical reads
+   * share a statement") counts 1/n of its time here, so that these shares add up to what PostgreSQL ran.
+   */
+  shareMs = 0;
   /** The request's answer once a statement was cancelled by this budget. */
   cancelled: ApiError | undefined;
   private readonly totalMs: number;
   private readonly units: number;
+  /** Its share of what its client had, before the part kept back (SHARED). */
+  private readonly claimedUnits: number;
+  /** performance.now() when it was admitted: its statements cannot have run longer than since then. */
+  private readonly admittedAt: number;
 
   /**
    * `units`: what the request is charged; `remaining`: what its client has left besides; `concurrency`: its tier's
    * cap; `others`: the budgets of its client's other requests in flight on this instance, whose time beyond their
    * charge is not in `remaining` yet (it is charged when they end), so is not this request's to share.
    */
-  constructor(units: number, remaining: number, concurrency: number, others: Iterable<RequestBudget> = []) {
+  constructor(units: number, remaining: number, concurrency: number, others: Iterable<RequestBudget> = [], now = performance.now()) {
     let claimed = 0;
     let count = 0;
     for (const other of others) {
@@ -48,20 +65,35 @@ export class RequestBudget implements StatementBudget {
     }
     const share = Math.max(0, remaining + units - claimed) / Math.max(1, concurrency - count);
     this.units = units;
-    this.totalMs = Math.max(FLOOR_MS, Math.max(units, share) * MS_PER_UNIT);
+    this.claimedUnits = Math.max(units, share);
+    this.totalMs = Math.max(FLOOR_MS, Math.max(units, share * SHARED) * MS_PER_UNIT);
+    this.admittedAt = now;
   }
 
-  /** Units its statements may still be charged beyond what the request was charged up front. */
+  /**
+   * Units beyond its charge that its statements may have used by `now`: its time since it was admitted at
+   * MS_PER_UNIT, up to what it may be charged (unsettledUnits). An ordinary chunk's is about none; a statement
+   * that ran to the end of its budget's is all of them.
+   */
+  spentUnits(now: number): number {
+    return Math.min(this.unsettledUnits(), Math.max(0, (now - this.admittedAt) / MS_PER_UNIT - this.units));
+  }
+
+  /**
+   * Units its statements may still be charged beyond what the request was charged up front: its whole share,
+   * the part kept back for the cancel's lag included, so that no other request shares that part out again.
+   */
   unsettledUnits(): number {
-    return Math.max(0, this.totalMs / MS_PER_UNIT - this.units);
+    return Math.max(0, Math.max(this.claimedUnits, this.totalMs / MS_PER_UNIT) - this.units);
   }
 
   timeoutMs(): number {
     return Math.max(FLOOR_MS, this.totalMs - this.usedMs);
   }
 
-  used(ms: number): void {
+  used(ms: number, sharedBy = 1): void {
     this.usedMs += ms;
+    this.shareMs += ms / sharedBy;
   }
 
   exceeded(): ApiError {
@@ -99,4 +131,119 @@ export function timeUnits(ms: number, units: number, cutShort = false): number {
 export function resetAfterDebt(decision: Decision, extra: number): number {
   const carried = Math.max(0, extra - Math.max(0, decision.remaining));
   return decision.reset + Math.ceil(carried / decision.allowance) * decision.windowSeconds;
+}
+
+/** A subject's requests in flight on this instance, and what those that ended were charged beyond their price. */
+interface Flight {
+  readonly budgets: Set<RequestBudget>;
+  /**
+   * Units charged beyond their price (less what was given back) by its requests that ended, the latest last:
+   * the sequence number of each end (Flights.ended) and the units, some of the latest only (ENDS_KEPT).
+   */
+  readonly ends: [number, number][];
+  /** performance.now() of the last of `ends`. */
+  lastEndAt: number;
+  /** Requests waiting for one of these to end (Flights.admit). */
+  waiting: number;
+  /** Called once the next request in flight ends. */
+  wakers: (() => void)[];
+}
+
+/** The ends with a charge beyond their price a flight keeps: a request is declined or let run within a few of them. */
+const ENDS_KEPT = 64;
+
+/**
+ * How long a subject's ends with a charge beyond their price are kept once none of its requests is in flight:
+ * longer than a decision takes, so that a request whose decision was asked for before they ended sees them.
+ */
+const ENDS_KEPT_MS = 5000;
+
+/** Every how many decisions the flights with nothing in flight and only old ends are forgotten. */
+const SWEEP_EVERY = 1024;
+
+/**
+ * The requests in flight on this instance, by subject, and their statement budgets (docs/rate-limit.md,
+ * "Statement budgets"). What those requests may still be charged for their time is not in the limiter's
+ * `remaining` until they end, so a request admitted meanwhile does not share it out again; and a request whose
+ * client has, by what its requests in flight have already used, less left than the floor waits for one of them
+ * to end before it runs, since that one's charge may leave nothing (a storm's wave of statements cut short at
+ * their budgets, each charged what it used, would otherwise let as many new requests in at the floor). Requests
+ * in flight are this process's own; nothing of the limit lives here.
+ */
+export class Flights {
+  private readonly bySubject = new Map<string, Flight>();
+  /** How many requests ended on this instance: a mark of when a decision was asked for. */
+  private ended = 0;
+  private marks = 0;
+
+  /**
+   * Taken as a request's decision is asked for: the requests that end from then on have their releases sent
+   * after the decision, so what they are charged is not in its `remaining` (what those that ended before were
+   * charged is taken to be in it).
+   */
+  mark(): number {
+    this.marks += 1;
+    if (this.marks % SWEEP_EVERY === 0) {
+      for (const [subject, flight] of this.bySubject) this.forget(subject, flight);
+    }
+    return this.ended;
+  }
+
+  /**
+   * The budget of a request admitted with `units` charged and `remaining` left by its decision, asked for at
+   * `mark`, once it may run; or, when the requests of its client that ended since were charged more than it
+   * had left, the units they were charged beyond their price: it owes more than its decision saw, and is
+   * declined as the limiter would decline it now.
+   */
+  async admit(subject: string, mark: number, units: number, remaining: number, concurrency: number): Promise<RequestBudget | number> {
+    let flight = this.bySubject.get(subject);
+    if (flight === undefined) {
+      flight = { budgets: new Set(), ends: [], lastEndAt: 0, waiting: 0, wakers: [] };
+      this.bySubject.set(subject, flight);
+    }
+    flight.waiting += 1;
+    try {
+      for (;;) {
+        let since = 0;
+        for (let i = flight.ends.length - 1; i >= 0 && flight.ends[i]![0] > mark; i--) since += flight.ends[i]![1];
+        const left = remaining - since;
+        if (left < 0) return since;
+        const now = performance.now();
+        let spent = 0;
+        for (const other of flight.budgets) spent += other.spentUnits(now);
+        if (flight.budgets.size === 0 || left + units - spent >= FLOOR_MS / MS_PER_UNIT) {
+          const budget = new RequestBudget(units, left, concurrency, flight.budgets, now);
+          flight.budgets.add(budget);
+          return budget;
+        }
+        const current = flight;
+        await new Promise<void>((resolve) => current.wakers.push(resolve));
+      }
+    } finally {
+      flight.waiting -= 1;
+      this.forget(subject, flight);
+    }
+  }
+
+  /** A request admitted with `budget` ended, charged `extra` units beyond what its decision charged (negative: given back). */
+  end(subject: string, budget: RequestBudget, extra: number): void {
+    this.ended += 1;
+    const flight = this.bySubject.get(subject);
+    if (flight === undefined || !flight.budgets.delete(budget)) return;
+    if (extra !== 0) {
+      flight.ends.push([this.ended, extra]);
+      flight.lastEndAt = performance.now();
+      if (flight.ends.length > ENDS_KEPT) flight.ends.shift();
+    }
+    const wakers = flight.wakers;
+    flight.wakers = [];
+    for (const wake of wakers) wake();
+    this.forget(subject, flight);
+  }
+
+  /** Forgets a subject with nothing in flight, unless its requests ended with a charge beyond their price just now. */
+  private forget(subject: string, flight: Flight): void {
+    if (flight.budgets.size > 0 || flight.waiting > 0) return;
+    if (flight.ends.length === 0 || performance.now() - flight.lastEndAt > ENDS_KEPT_MS) this.bySubject.delete(subject);
+  }
 }

@@ -7,7 +7,7 @@ import { socketAddress, type TrustProxy } from '../http/forwarding.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { RequestRecord } from '../http/observe.ts';
 import { addResponseHeaders } from '../http/response-headers.ts';
-import { RequestBudget, resetAfterDebt, timeUnits } from './budget.ts';
+import { Flights, type RequestBudget, resetAfterDebt, timeUnits } from './budget.ts';
 import { rateLimitHeaders } from './headers.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
 import type { Decision } from './limiter.ts';
@@ -112,12 +112,8 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
   const limiter = shardedLimiter(deps.limiters, leaseTtl, timeoutMs, metrics?.statement);
   const offerHousekeeping = housekeepers(deps.limiters, options.housekeepingMs ?? 10_000, clockOffset);
 
-  /**
-   * The statement budgets of the requests in flight on this instance, by subject: what each may still be charged
-   * for its time is not in the limiter's `remaining` until it ends, so a request admitted meanwhile does not
-   * share it out again (budget.ts). Requests in flight are this process's own; nothing of the limit lives here.
-   */
-  const inFlight = new Map<string, Set<RequestBudget>>();
+  /** The statement budgets of the requests in flight on this instance (budget.ts). */
+  const flights = new Flights();
   return async function rateLimit(c, next) {
     const registration = isRegistration(c);
     // Throws a 400 when a trusted proxy passed an X-Forwarded-For entry that is no address: nobody is
@@ -129,6 +125,7 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
     const cost = charge.units;
     c.set('cost', cost); // for the request's log line
     const asked = performance.now();
+    const mark = flights.mark();
     // An unreachable database, or no answer within the timeout, throws here (the limiter gives the decision
     // up: a request answered 503 is never charged later and holds no lease); the one error handler turns
     // it into a 503.
@@ -188,20 +185,28 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
           { headers: { ...keptHeaders, 'retry-after': String(retryAfter) } },
         );
       }
+      const admitted = await flights.admit(decision.subject, mark, cost + added, decision.remaining - added, decision.concurrency);
+      if (typeof admitted === 'number') {
+        // Its client's requests that ended while it waited were charged more than it had left: declined as the
+        // limiter would decline it now, nothing charged.
+        refusedKeeping = 0;
+        c.set('limited', { tier: decision.tier, subject: decision.subject, outcome: OUTCOMES.rate });
+        const owing = { ...decision, remaining: 0, reset: resetAfterDebt({ ...decision, remaining: decision.remaining + cost }, admitted) };
+        const retryAfter = Math.max(1, owing.reset - decision.now);
+        throw new ApiError(
+          'Request_limit_exceeded',
+          `Rate limit exceeded: ${decision.allowance} units per ${decision.windowSeconds} s, spent by this client's requests in flight; retry after ${retryAfter} s`,
+          { headers: { ...rateLimitHeaders(owing), 'retry-after': String(retryAfter) } },
+        );
+      }
+      budget = admitted;
       // Every answer carries them (lib/http/response-headers.ts): a chunk writes them in as it is made.
       addResponseHeaders(c, headers);
-      const others = inFlight.get(decision.subject);
-      budget = new RequestBudget(cost + added, decision.remaining - added, decision.concurrency, others);
-      if (others === undefined) inFlight.set(decision.subject, new Set([budget]));
-      else others.add(budget);
       c.set('statementBudget', budget);
       await next();
     } finally {
-      if (budget !== undefined) {
-        const others = inFlight.get(decision.subject);
-        others?.delete(budget);
-        if (others?.size === 0) inFlight.delete(decision.subject);
-      }
+      const final = refusedKeeping ?? finalCost(c, charge, budget);
+      if (budget !== undefined) flights.end(decision.subject, budget, final - decision.charged);
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease. A
         // release that fails is kept by the limiter and sent again once the database answers. A 503 (the
@@ -212,8 +217,10 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
         // client had); a count is charged at the rows it read; statements that took longer than the price, at
         // the unit's rate, are charged for their time; what no longer fits the window is a debt carried into
         // the next ones. The answer's headers report the allowance after it.
-        const final = refusedKeeping ?? finalCost(c, charge, budget);
-        c.set('settled', { charged: final, pgMs: budget && budget.usedMs > 0 ? Math.round(budget.usedMs * 100) / 100 : undefined });
+        const hundredths = (ms: number) => Math.round(ms * 100) / 100;
+        const pgMs = budget && budget.usedMs > 0 ? hundredths(budget.usedMs) : undefined;
+        const pgShareMs = pgMs !== undefined && hundredths(budget!.shareMs) !== pgMs ? hundredths(budget!.shareMs) : undefined;
+        c.set('settled', { charged: final, pgMs, ...(pgShareMs === undefined ? {} : { pgShareMs }) });
         const units = decision.charged - final;
         const refund =
           units === 0

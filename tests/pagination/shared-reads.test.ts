@@ -4,10 +4,13 @@ import { sql as drizzleSql } from 'drizzle-orm';
 import { bigint, pgTable } from 'drizzle-orm/pg-core';
 import t from 'tap';
 import { openDatabase } from '../../db/client.ts';
+import { createLogger } from '../../lib/http/logger.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { runShape, shapeOf } from '../../lib/pagination/shapes.ts';
 import { testApp } from '../helpers/app.ts';
 import { testDatabase } from '../helpers/db.ts';
+import { setTier } from '../helpers/limiter.ts';
+import { type LogLine, logLines } from '../helpers/logs.ts';
 
 /** A shape with one placeholder `x`, built from SQL text as Drizzle would hand it over. */
 const built = (text: string) => () => ({ toSQL: () => ({ sql: text, params: [drizzleSql.placeholder('x')] }) });
@@ -145,4 +148,32 @@ t.test('identical requests at the same time get one read and answers alike; each
   t.same(items, Array(4).fill([1, 2, 3, 4, 5]));
   const after = await limited.request('/v1/counted?page-size=5');
   t.equal(remainingOf(after), limit - 6 * cost, 'each of the six requests charged, shared reads or not');
+});
+
+t.test("the request log counts a shared statement's time once: each request its share", async (t) => {
+  let raw = '';
+  const logger = createLogger({ level: 'info', destination: { write: (text: string) => (raw += text) } });
+  const api = await testApp(t, { registry: createRegistry([countedCollection]), rateLimit: true, logger });
+  // Room for the reads' time: a budget of seconds each.
+  await setTier(api.database.sql, 'anonymous', { allowance: 100_000, windowSeconds: 60, concurrency: 8 });
+  await api.database.sql`create sequence counted_reads`;
+  // 50 ms a read, so that its time stands well above the clock's grain.
+  await api.database.sql`
+    create view counted as select id::int8 as id, nextval('counted_reads') as n from generate_series(1, 50) as id, (select pg_sleep(0.05)) as slept`;
+  const alone = await api.request('/v1/counted?page-size=5');
+  t.equal(alone.status, 200);
+  await alone.arrayBuffer();
+  const together = await Promise.all(Array.from({ length: 4 }, () => api.request('/v1/counted?page-size=5')));
+  t.same(await Promise.all(together.map(async (res) => [res.status, (await res.json()).counted.length])), Array(4).fill([200, 5]));
+  const lines = logLines(raw).filter((line) => line.path === '/v1/counted');
+  t.equal(lines.length, 5);
+  const [first, ...shared] = lines as (LogLine & { pgMs?: number; pgShareMs?: number })[];
+  t.ok(first!.pgMs! >= 50, `a read alone: its time, ${first!.pgMs} ms`);
+  t.equal(first!.pgShareMs, undefined, 'shared with no one: no share');
+  const statement = shared[0]!.pgMs!;
+  t.ok(statement >= 50, `the shared statement took ${statement} ms`);
+  for (const line of shared) {
+    t.equal(line.pgMs, statement, 'each request is told the whole time, which it is charged for');
+    t.ok(Math.abs(line.pgShareMs! - statement / 4) <= 0.01, `and a quarter of it as its share: ${line.pgShareMs} ms`);
+  }
 });

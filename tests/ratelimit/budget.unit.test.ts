@@ -1,42 +1,99 @@
 // A request's statement budget (lib/ratelimit/budget.ts; docs/rate-limit.md, "Statement budgets"): its share of what
-// its client had, never less than the floor nor its own units, and never a share of what the client's other
-// requests in flight may still be charged for their time.
+// its client had, a quarter kept back for the cancel's lag, never less than the floor nor its own units, and never
+// a share of what the client's other requests in flight may still be charged for their time; and a request whose
+// client's requests in flight already used what it has left waits for them, then runs or is declined.
 import t from 'tap';
-import { RequestBudget } from '../../lib/ratelimit/budget.ts';
+import { Flights, RequestBudget } from '../../lib/ratelimit/budget.ts';
 
 t.test("a share of what the client had before its charge, among the tier's requests in flight", async (t) => {
-  // A free key: 600 units, 8 in flight, a 1-unit chunk: 600 ÷ 8 × 2 ms.
-  t.equal(new RequestBudget(1, 599, 8).timeoutMs(), 150);
+  // A free key: 600 units, 8 in flight, a 1-unit chunk: three quarters of 600 ÷ 8, at 2 ms a unit.
+  t.equal(new RequestBudget(1, 599, 8).timeoutMs(), 112.5);
   // Its own units where they are more than the share; the floor where both are less.
   t.equal(new RequestBudget(400, 100, 8).timeoutMs(), 800);
   t.equal(new RequestBudget(1, 9, 4).timeoutMs(), 50);
   // What its statements used comes off what is left, down to the floor.
   const budget = new RequestBudget(1, 599, 8);
   budget.used(60);
-  t.equal(budget.timeoutMs(), 90);
+  t.equal(budget.timeoutMs(), 52.5);
   budget.used(80);
   t.equal(budget.timeoutMs(), 50);
 });
 
-t.test('eight requests admitted at once from a full window stay within the allowance together', async (t) => {
+t.test('eight requests admitted at once from a full window stay within the allowance together, the lag kept back', async (t) => {
   const admitted: RequestBudget[] = [];
   for (let i = 0; i < 8; i++) admitted.push(new RequestBudget(1, 600 - (i + 1), 8, [...admitted]));
   const total = admitted.reduce((sum, budget) => sum + budget.timeoutMs(), 0);
-  t.ok(total <= 600 * 2, `${total.toFixed(1)} ms of statements for 600 units at 2 ms a unit`);
-  t.ok(total >= 600 * 2 * 0.99, 'and about all of it: the allowance is shared out, not held back');
+  t.ok(total <= 600 * 2 * 0.75, `${total.toFixed(1)} ms of statements for 600 units at 2 ms a unit: a quarter kept back`);
+  t.ok(total >= 600 * 2 * 0.75 * 0.99, 'and the rest shared out, not held back');
 });
 
 t.test('a request admitted while others are in flight shares only what they cannot still be charged', async (t) => {
-  // Eight in flight, each with its 150 ms; one ends, charged its 75 units: 600 − 8 − 74 = 518 left, which the
-  // seven still in flight may take as they end (74 units each beyond their 1). The next one admitted (1 unit)
-  // has nothing of it to share: the floor.
+  // Eight in flight, each with its 112.5 ms and a claim on 75 units (its share, the part kept back included);
+  // one ends, charged 56 units: 600 − 8 − 55 = 537 left, of which the seven still in flight may take 74 units
+  // each as they end.
   const inFlight = Array.from({ length: 7 }, () => new RequestBudget(1, 599, 8));
-  t.equal(new RequestBudget(1, 517, 8, inFlight).timeoutMs(), 50);
-  // Without them in flight it would have had 518 ÷ 8 × 2 ms.
-  t.equal(new RequestBudget(1, 517, 8).timeoutMs(), 129.5);
+  const claimed = 7 * 74;
+  t.equal(new RequestBudget(1, 536, 8, inFlight).timeoutMs(), 50, 'the floor: (537 − 518) × 3/4 × 2 ms is less');
+  // Without them in flight it would have had three quarters of 537 ÷ 8, at 2 ms a unit.
+  t.equal(new RequestBudget(1, 536, 8).timeoutMs(), (537 / 8) * 0.75 * 2);
   // Others that used part of their time still claim all of it: it is charged when they end, not as they run.
   for (const other of inFlight) other.used(100);
-  t.equal(new RequestBudget(1, 517, 8, inFlight).timeoutMs(), 50);
+  t.equal(new RequestBudget(1, 536, 8, inFlight).timeoutMs(), Math.max(50, (537 - claimed) * 0.75 * 2));
   // With fewer in flight, what they cannot take is shared among the slots left.
-  t.equal(new RequestBudget(1, 517, 8, inFlight.slice(0, 2)).timeoutMs(), ((518 - 2 * 74) / 6) * 2);
+  t.equal(new RequestBudget(1, 536, 8, inFlight.slice(0, 2)).timeoutMs(), ((537 - 2 * 74) / 6) * 0.75 * 2);
+  // What a request has spent so far: its time since it was admitted, beyond its own units, up to its claim.
+  const admitted = new RequestBudget(1, 599, 8, [], 1000);
+  t.equal(admitted.spentUnits(1001), 0, 'an ordinary chunk after a millisecond: nothing beyond its unit');
+  t.equal(admitted.spentUnits(1050), 24);
+  t.equal(admitted.spentUnits(5000), 74, 'never more than it may be charged');
+});
+
+t.test('a request whose client has nothing left once its requests in flight are charged waits, then is declined', async (t) => {
+  const flights = new Flights();
+  // Eight of a free key's trap chunks at once: each its budget.
+  const wave: RequestBudget[] = [];
+  for (let i = 0; i < 8; i++) wave.push((await flights.admit('key:a', flights.mark(), 1, 600 - (i + 1), 8)) as RequestBudget);
+  t.ok(
+    wave.every((budget) => budget instanceof RequestBudget),
+    'all eight run',
+  );
+  // They run past their budgets (a cancel noticed late), to the end of their claims.
+  await new Promise((resolve) => setTimeout(resolve, 160));
+  // The first is cut short and charged 80 units beyond its 1. Its client's next request, whose decision saw that
+  // charge (592 − 80 = 512 left), comes while the other seven have spent their claims.
+  flights.end('key:a', wave[0]!, 80);
+  let next: RequestBudget | number | undefined;
+  const admitted = flights.admit('key:a', flights.mark(), 1, 511, 8).then((result) => {
+    next = result;
+  });
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(next, undefined, 'it waits: what the seven have spent leaves less than the floor');
+  // Each of the seven is charged 80 units beyond its price as it ends: 560, more than the 511.
+  for (const budget of wave.slice(1)) flights.end('key:a', budget, 80);
+  await admitted;
+  t.equal(next, 560, 'declined, owing what the seven were charged since its decision');
+
+  // An ordinary client's requests in flight have spent nothing: its next one runs at once, at the floor.
+  const ordinary: RequestBudget[] = [];
+  for (let i = 0; i < 7; i++) ordinary.push((await flights.admit('key:b', flights.mark(), 1, 100 - (i + 1), 8)) as RequestBudget);
+  const eighth = await flights.admit('key:b', flights.mark(), 1, 92, 8);
+  t.ok(eighth instanceof RequestBudget, 'the eighth runs without waiting');
+  t.equal((eighth as RequestBudget).timeoutMs(), 50, 'at the floor: the seven may take the rest');
+});
+
+t.test('a charge that ended before the decision was asked for is not counted twice', async (t) => {
+  const flights = new Flights();
+  const first = (await flights.admit('key:c', flights.mark(), 1, 599, 8)) as RequestBudget;
+  const second = (await flights.admit('key:c', flights.mark(), 1, 598, 8)) as RequestBudget;
+  flights.end('key:c', first, 300);
+  // Asked for after that end: its decision's 297 left already hold the 300.
+  const mark = flights.mark();
+  const third = await flights.admit('key:c', mark, 1, 297, 8);
+  t.ok(third instanceof RequestBudget, 'admitted');
+  flights.end('key:c', second, 0);
+  flights.end('key:c', third as RequestBudget, 0);
+  // Its client's flight is forgotten once nothing is in flight, but a charge beyond the price is kept a while for
+  // the decisions asked for before it.
+  const late = await flights.admit('key:c', 0, 1, 100, 8);
+  t.equal(late, 300, 'a decision asked for before the 300 were charged is declined, told of them');
 });
