@@ -8,6 +8,7 @@ import { type FoundRedis, findRedis } from './redis.ts';
 import type { Scenario } from './scenario-types.ts';
 import { comparisons, latencyTargets, scenarios, servers } from './scenarios.ts';
 import { sizeComparisons, sizeScenarios, sizeServer } from './sizes.ts';
+import { formatStorms, runStorm, type StormResult, type StormRow, stormRows } from './storm.ts';
 import {
   formatFailures,
   formatRatios,
@@ -258,8 +259,46 @@ function runtimesLine(variants: ServerVariant[]): string {
   return `runtime: ${[node, ...rest].join('; ')}`;
 }
 
-/** The table, the ratios of rows that both ran, and the targets measured. */
-function report(options: BenchOptions, rows: Row[], seedingSeconds: number | undefined, counted: Counted, ran: ServerVariant[]): string {
+/** Seconds of each storm: a window of the free tier, so that what each storm key is served falls in one. */
+const STORM_SECONDS = 60;
+/** Seconds the fourth client is measured alone before each storm. */
+const STORM_CALM_SECONDS = 15;
+
+/**
+ * The storms (bench/storm.ts), one after another, each with a server of its own; each storm's failure is its
+ * row's, not the bench's.
+ */
+async function runStorms(selected: StormRow[], database: BenchDatabase, signal: AbortSignal): Promise<[StormRow, StormResult | Error][]> {
+  const results: [StormRow, StormResult | Error][] = [];
+  for (const row of selected) {
+    if (signal.aborted) break;
+    log(`Storm "${row.name}": ${STORM_CALM_SECONDS} s calm, ${STORM_SECONDS} s storm`);
+    const result = await runStorm({
+      databaseUrl: database.url,
+      dir: `${import.meta.dirname}/..`,
+      seconds: STORM_SECONDS,
+      calmSeconds: STORM_CALM_SECONDS,
+      query: row.query,
+      follow: row.follow,
+      vary: row.vary,
+      log,
+    }).catch((error: Error) => error);
+    if (result instanceof Error) log(`  failed: ${result.message}`);
+    results.push([row, result]);
+  }
+  return results;
+}
+
+/** The table, the ratios of rows that both ran, the storms, and the targets measured. */
+function report(
+  options: BenchOptions,
+  rows: Row[],
+  seedingSeconds: number | undefined,
+  counted: Counted,
+  ran: ServerVariant[],
+  storms: [StormRow, StormResult | Error][] = [],
+): string {
+  const stormed = storms.length > 0 ? formatStorms(storms) : undefined;
   const thresholds: Threshold[] = [
     ...latencyTargets.map(({ row, atMostMs }) => ({
       label: `${row}: mean latency`,
@@ -268,6 +307,7 @@ function report(options: BenchOptions, rows: Row[], seedingSeconds: number | und
       atMost: atMostMs,
     })),
     { label: SEEDING, value: seedingSeconds, unit: 's', atMost: SEEDING_TARGET_SECONDS },
+    ...(stormed?.thresholds ?? []),
   ];
   const ratios = formatRatios(rows, comparisons);
   const targets = formatThresholds(thresholds);
@@ -277,9 +317,20 @@ function report(options: BenchOptions, rows: Row[], seedingSeconds: number | und
     `${runtimesLine(ran)}\n\n${formatTable(rows)}`,
     ...(failures ? [`Rounds that failed (left out of their rows):\n\n${failures}`] : []),
     ...(ratios ? [`Ratios of rows (each measure of the first row divided by the second's):\n\n${ratios}`] : []),
+    ...(stormed ? [`${STORMS_CAPTION}\n\n${stormed.table}`] : []),
     ...(targets ? [`Other targets:\n\n${targets}`] : []),
   ].join('\n\n');
 }
+
+const STORMS_CAPTION = wrap(
+  [
+    `Storms (docs/rate-limit.md, "The storm it stops"): three free keys send the storm request from 8 connections each for ${STORM_SECONDS} s,`,
+    'ignoring 429s, while a fourth key reads cursor chunks one at a time (alone first, for',
+    `${STORM_CALM_SECONDS} s); each on a server of its own. pg ms/unit: the most of the three keys' PostgreSQL time a minute`,
+    "(the request log's pgShareMs: a statement shared by n requests counts a nth to each) per unit of its allowance;",
+    'charged-for ms/unit: the same with each request counted its whole statement, what it was charged for.',
+  ].join(' '),
+);
 
 /** Seconds a seed of `products` is held to: 10 s up to a million (SEEDING_TARGET_SECONDS), 9 s a million above. */
 const seedingTarget = (products: number) => Math.max(SEEDING_TARGET_SECONDS, (9 * products) / 1_000_000);
@@ -394,10 +445,18 @@ async function main(): Promise<number> {
     const running = await startServers(selected, database, resources, servers.map(withRedis));
     const redisPid = redis?.found ? redis.pid : undefined;
     const rows = await runScenarios(selected, running, database, { ...options, signal: interrupted.signal }, redisPid);
+    const storms = await runStorms(
+      stormRows.filter((row) => only === undefined || row.name.includes(only)),
+      database,
+      interrupted.signal,
+    );
     if (interrupted.signal.aborted) return 130;
     const ran = [...running.values()].map((server) => server.variant);
-    console.log(report(options, rows, seedingSeconds, { postmaster: database.postmaster, redis }, ran));
-    return rows.some((row) => row.result instanceof Error || row.failures.length > 0) ? 1 : 0;
+    console.log(report(options, rows, seedingSeconds, { postmaster: database.postmaster, redis }, ran, storms));
+    return rows.some((row) => row.result instanceof Error || row.failures.length > 0) ||
+      storms.some(([, result]) => result instanceof Error)
+      ? 1
+      : 0;
   } finally {
     await resources.close();
   }

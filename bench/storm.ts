@@ -15,6 +15,7 @@ import { sleep, waitFor } from '../tests/helpers/wait.ts';
 import { cpuBetween, postmasterOf, snapshot } from './cpu.ts';
 import { backendPids } from './measure.ts';
 import { benchPort } from './processes.ts';
+import { markdown, type Threshold } from './table.ts';
 
 export interface StormOptions {
   databaseUrl: string;
@@ -270,4 +271,75 @@ async function loggedBetween(logFile: string, from: number, to: number): Promise
     logged.set(subject, sum);
   }
   return logged;
+}
+
+/** The storms `npm run bench` runs after its rows, each against a server of its own, and the targets they are held to. */
+export interface StormRow {
+  name: string;
+  query: string;
+  follow: string;
+  vary?: string;
+  /** Held to: each storm key's PostgreSQL time at most 2 ms a unit of its allowance, the fourth client's p99 within 2× of its own alone. */
+  targets?: boolean;
+}
+
+/** The trap (docs/rate-limit.md, "Statement budgets"): priced 1 unit, it walks the whole `name` index. */
+const TRAP = '/v1/products?sort=name&category=books&category[in]=games&count=none';
+const CURSOR_CHUNKS = '/v1/products?page-size=20&sort=id';
+
+export const stormRows: StormRow[] = [
+  { name: 'count storm', query: '/v1/products', follow: CURSOR_CHUNKS },
+  { name: 'planner trap', query: TRAP, follow: CURSOR_CHUNKS, targets: true },
+  { name: 'planner trap, each request its own statement', query: TRAP, follow: CURSOR_CHUNKS, vary: 'priceCents[gte]' },
+];
+
+const STORM_HEADER = [
+  'storm',
+  'alone p50 / p99 ms',
+  'storm p50 / p99 ms',
+  'p99 × alone',
+  "storm keys' 429/s",
+  'pg ms/unit',
+  'charged-for ms/unit',
+  'units charged/min',
+];
+
+/** The most of the three storm keys' PostgreSQL time a minute per unit of their allowance: their own share (`pgShareMs`), or what they were charged for (`pgMs`). */
+function worstKey(result: StormResult, field: 'pgMs' | 'pgShareMs'): number {
+  return Math.max(...result.keys.map((key) => msPerUnit(key[field], result.seconds, result.allowance, result.windowSeconds)));
+}
+
+const p99Ratio = (result: StormResult) => quantile(result.during.latencies, 0.99) / quantile(result.calm.latencies, 0.99);
+
+/** The storms' table, and their figures held to targets. */
+export function formatStorms(results: [StormRow, StormResult | Error][]): { table: string; thresholds: Threshold[] } {
+  const latency = (victim: Victim) => `${quantile(victim.latencies, 0.5).toFixed(1)} / ${quantile(victim.latencies, 0.99).toFixed(1)}`;
+  const body = results.map(([row, result]) => {
+    if (result instanceof Error) return [row.name, `failed: ${result.message.split('\n')[0]}`, ...STORM_HEADER.slice(2).map(() => '')];
+    const declined = result.keys.reduce((sum, key) => sum + (key.statuses[429] ?? 0), 0) / result.seconds;
+    return [
+      row.name,
+      latency(result.calm),
+      latency(result.during),
+      p99Ratio(result).toFixed(2),
+      Math.round(declined).toLocaleString('en'),
+      worstKey(result, 'pgShareMs').toFixed(2),
+      worstKey(result, 'pgMs').toFixed(2),
+      Math.round(Math.max(...result.keys.map((key) => (key.charged / result.seconds) * 60))).toLocaleString('en'),
+    ];
+  });
+  const thresholds = results.flatMap(([row, result]): Threshold[] =>
+    row.targets && !(result instanceof Error)
+      ? [
+          {
+            label: `${row.name}: each storm key's PostgreSQL time a minute per unit of its allowance, the most of the three`,
+            value: worstKey(result, 'pgShareMs'),
+            unit: 'ms',
+            atMost: 2,
+          },
+          { label: `${row.name}: the fourth client's p99 during the storm / alone`, value: p99Ratio(result), unit: '×', atMost: 2 },
+        ]
+      : [],
+  );
+  return { table: markdown(STORM_HEADER, body, (column) => column >= 3), thresholds };
 }

@@ -66,7 +66,7 @@ function cells(row: Row, baseline: number | undefined): string[] {
 }
 
 /** Markdown with padded columns, readable as is in a terminal; numbers (`right(column)`) are right-aligned. */
-function markdown(header: string[], body: string[][], right: (column: number) => boolean): string {
+export function markdown(header: string[], body: string[][], right: (column: number) => boolean): string {
   const widths = header.map((title, i) => Math.max(title.length, ...body.map((values) => values[i]!.length)));
   const line = (values: string[]) =>
     `| ${values.map((value, i) => (right(i) ? value.padStart(widths[i]!) : value.padEnd(widths[i]!))).join(' | ')} |`;

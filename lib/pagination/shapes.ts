@@ -277,12 +277,15 @@ function send(database: Database, shape: Shape, params: unknown[], budgets: read
       const trailer = rows.pop()!;
       return { rows, ms: Number(trailer[trailer.length - 1]) };
     },
-    (error: unknown) => {
+    async (error: unknown) => {
+      const at = performance.now();
       clock?.stop();
-      if (clock?.fired) {
+      // A cancel on its way when the error came (the watch looks for a lock and signals in one statement): its
+      // answer says whether it was this process's.
+      if (await clock?.fired()) {
         const pool = pools.get(database.sql);
-        if (pool !== undefined) pool.cancelLagMs = 0.8 * pool.cancelLagMs + 0.2 * clock.lag();
-        throw new Cancelled(clock.elapsed(), error);
+        if (pool !== undefined) pool.cancelLagMs = 0.8 * pool.cancelLagMs + 0.2 * clock!.lag(at);
+        throw new Cancelled(clock!.elapsed(at), error);
       }
       // A cancel this process sent to another statement, which ended before it arrived, lands on the next
       // statement of that backend: this one, which nobody meant to cancel. It is sent once more.
@@ -303,62 +306,80 @@ interface Cancellable {
 }
 
 /**
- * Cancels a query's statement with pg_cancel_backend on the pool's watch connection: the signal a cancel
- * request sends, without the connection a cancel request is, which PostgreSQL forks a process for. A storm's
- * wave of statements cut short at once made as many forks, on cores busy with the statements themselves, and
- * each cancel landed that much later. Where the watch cannot (the server away, a role that may not signal the
- * backend), a cancel request as Query.cancel() sends it, keeping hold of its promise, which Query.cancel()
- * drops: one that fails must not be an unhandled rejection. The statement ends anyway, by the pool's
- * statement timeout at the latest. The backend is noted with the time, so that a cancel that arrives after
- * the statement ended, and cancels the next one there, is recognised (send).
+ * Cancels a query's statement with pg_cancel_backend on the pool's watch connection, unless its backend waits
+ * for a lock or runs no statement (the statement ended), which is looked at in the same statement; resolves
+ * whether it was left alone for either (then nothing was sent). A
+ * pg_cancel_backend is the signal a cancel request sends, without the connection a cancel request is, which
+ * PostgreSQL forks a process for: a storm's wave of statements cut short at once made as many forks, on cores
+ * busy with the statements themselves, and each cancel landed that much later. Where the watch cannot (the
+ * server away, a role that may not signal the backend), a cancel request as Query.cancel() sends it, keeping
+ * hold of its promise, which Query.cancel() drops: one that fails must not be an unhandled rejection. The
+ * statement ends anyway, by the pool's statement timeout at the latest. The backend is noted with the time, so
+ * that a cancel that arrives after the statement ended, and cancels the next one there, is recognised (send).
  */
-function cancel(database: Database, query: Cancellable): void {
-  const canceller = query.canceller;
-  query.canceller = null;
-  const request = () => canceller?.(query).catch(() => {});
+function cancel(database: Database, query: Cancellable): Promise<boolean> {
+  const request = () => {
+    const canceller = query.canceller;
+    query.canceller = null;
+    canceller?.(query).catch(() => {});
+  };
   const pid = query.state?.pid;
   const cancels = pools.get(database.sql)?.cancels;
   if (pid === undefined) {
     request();
-    return;
+    return Promise.resolve(false);
   }
+  const now = performance.now();
   if (cancels !== undefined) {
-    const now = performance.now();
     for (const [other, at] of cancels) if (now - at >= CANCEL_RACE_MS) cancels.delete(other);
     cancels.set(pid, now);
   }
-  signal(database, pid).then((signalled) => {
-    if (!signalled) request();
-  }, request);
+  return signal(database, pid).then((answer) => {
+    if (answer === 'locked') {
+      if (cancels?.get(pid) === now) cancels.delete(pid);
+      return true;
+    }
+    if (answer !== 'signalled') request();
+    return false;
+  });
 }
 
+/** What the watch connection did with a backend asked to be cancelled. */
+type Signalled = 'signalled' | 'locked' | 'failed';
+
 /** Cancels asked for in one turn of the event loop, by watch connection: sent together (signal). */
-const signalling = new Map<Database['watch'], Map<number, ((signalled: boolean) => void)[]>>();
+const signalling = new Map<Database['watch'], Map<number, ((answer: Signalled) => void)[]>>();
 
 /**
- * pg_cancel_backend(pid) on the database's watch connection, with the other cancels asked for in the same turn
- * of the event loop in one statement: a wave of statements whose budgets end together (a storm's) is cut
- * short at once, not one round trip after another, each statement running on meanwhile. Resolves whether the
- * backend was signalled.
+ * pg_cancel_backend(pid) on the database's watch connection, unless the backend waits for a lock (a migration,
+ * an operator's maintenance: not the client's doing), with the other cancels asked for in the same turn of the
+ * event loop in one statement: a wave of statements whose budgets end together (a storm's) is cut short at
+ * once, not one round trip after another, each statement running on meanwhile. On a connection of its own: the
+ * pool's may all be waiting for that very lock.
  */
-function signal(database: Database, pid: number): Promise<boolean> {
+function signal(database: Database, pid: number): Promise<Signalled> {
   const { watch } = database;
   let batch = signalling.get(watch);
   if (batch === undefined) {
-    const pending = new Map<number, ((signalled: boolean) => void)[]>();
+    const pending = new Map<number, ((answer: Signalled) => void)[]>();
     batch = pending;
     signalling.set(watch, pending);
     setImmediate(() => {
       signalling.delete(watch);
       const pids = [...pending.keys()];
-      const settle = (signalled: Set<number>) => {
-        for (const [each, waiters] of pending) for (const resolve of waiters) resolve(signalled.has(each));
+      const settle = (answerOf: (pid: number) => Signalled) => {
+        for (const [each, waiters] of pending) for (const resolve of waiters) resolve(answerOf(each));
       };
-      watch<
-        { pid: number; signalled: boolean }[]
-      >`select pid, pg_cancel_backend(pid) as signalled from unnest(${`{${pids.join(',')}}`}::int[]) as pid`.then(
-        (rows) => settle(new Set(rows.filter((row) => row.signalled).map((row) => row.pid))),
-        () => settle(new Set()),
+      // A backend that is not running a statement (it ended: its answer is on its way) is not signalled either.
+      watch<{ pid: number; locked: boolean; signalled: boolean }[]>`
+        select p.pid, coalesce(a.wait_event_type = 'Lock' or a.state <> 'active', false) as locked,
+          case when a.state = 'active' and a.wait_event_type is distinct from 'Lock' then pg_cancel_backend(p.pid) else false end as signalled
+        from unnest(${`{${pids.join(',')}}`}::int[]) as p (pid) left join pg_stat_activity as a on a.pid = p.pid`.then(
+        (rows) => {
+          const answers = new Map(rows.map((row) => [row.pid, row.locked ? 'locked' : row.signalled ? 'signalled' : 'failed'] as const));
+          settle((each) => answers.get(each) ?? 'failed');
+        },
+        () => settle(() => 'failed'),
       );
     });
   }
@@ -370,25 +391,13 @@ function signal(database: Database, pid: number): Promise<boolean> {
   });
 }
 
-/** Whether the backend `pid` is waiting for a lock (no cancel when it cannot be asked: the pool's timeout remains). */
-async function waitsForLock(database: Database, pid: number | undefined): Promise<boolean> {
-  if (pid === undefined) return false;
-  try {
-    // On a connection of its own: the pool's may all be waiting for that very lock.
-    const [row] = await database.watch`select wait_event_type = 'Lock' as waits from pg_stat_activity where pid = ${pid}`;
-    return row?.waits === true;
-  } catch {
-    return true;
-  }
-}
-
 interface BudgetClock {
-  /** Whether the budget ran out and the statement was cancelled. */
-  readonly fired: boolean;
-  /** Milliseconds since the statement was sent to PostgreSQL. */
-  elapsed(): number;
-  /** Milliseconds since the budget ran out (the cancel's lag, once its statement's error came back). */
-  lag(): number;
+  /** Whether the budget ran out and a cancel was sent, once the cancel on its way, if any, is answered. */
+  fired(): Promise<boolean>;
+  /** Milliseconds from when the statement was sent to PostgreSQL to `at`. */
+  elapsed(at: number): number;
+  /** Milliseconds from when the budget ran out to `at` (the cancel's lag, when its statement's error came back). */
+  lag(at: number): number;
   stop(): void;
 }
 
@@ -397,50 +406,39 @@ interface BudgetClock {
  * server (it marks the query active then), so that the wait for a connection of the pool, the service's own
  * queue, is not the client's time. A cancel when it runs out (cancel), rather than a statement_timeout set around the
  * statement, costs nothing to the statements that run within their budget. A statement waiting for a lock
- * (a migration, an operator's maintenance) is not the client's doing: it is looked at again a budget later,
- * and left to the pool's statement_timeout (a 503) while it waits.
+ * (a migration, an operator's maintenance) is not the client's doing: the cancel's own statement looks, sends
+ * none then, and the clock looks again a budget later, leaving it to the pool's statement_timeout (a 503).
  */
 function budgetClock(database: Database, query: object, timeoutMs: number): BudgetClock {
   let active = false;
   let stopped = false;
   let sentAt = 0;
   let timer: NodeJS.Timeout | undefined;
-  let look: NodeJS.Timeout | undefined;
-  /** The last look: whether the backend waits for a lock. */
-  let looked: Promise<boolean> | undefined;
   // Sent early by the cancels' lag, but never before half the budget: an ordinary chunk always fits.
   const lead = Math.min(pools.get(database.sql)?.cancelLagMs ?? 0, timeoutMs / 2);
+  let fired = false;
+  /** The cancel on its way: resolves once the watch answered, or a cancel request was sent. */
+  let cancelling: Promise<void> | undefined;
   const clock = {
-    fired: false,
-    elapsed: () => performance.now() - sentAt,
-    lag: () => performance.now() - sentAt - timeoutMs + lead,
+    fired: async () => {
+      await cancelling;
+      return fired;
+    },
+    elapsed: (at: number) => at - sentAt,
+    lag: (at: number) => at - sentAt - timeoutMs + lead,
     stop: () => {
       stopped = true;
       clearTimeout(timer);
-      clearTimeout(look);
     },
   };
-  // The lock is looked for ahead of the budget's end (at four fifths of it), so that the cancel, when there
-  // is one, goes at the end itself: a look at the end would add its round trip, one per statement cut short
-  // on one connection, to each statement's time.
-  const arm = (ms: number) => {
-    looked = undefined;
-    look = setTimeout(() => {
-      looked = waitsForLock(database, (query as Cancellable).state?.pid);
-    }, ms * 0.8);
-    timer = setTimeout(expire, ms);
-  };
-  const expire = async () => {
-    // A look not answered yet (a first connection to make) is waited for: no statement waiting for a lock is
-    // cancelled for want of an answer.
-    const waits = await (looked ?? waitsForLock(database, (query as Cancellable).state?.pid));
-    if (stopped) return;
-    if (waits) {
-      arm(timeoutMs);
-      return;
-    }
-    clock.fired = true;
-    cancel(database, query as Cancellable);
+  const expire = (ms: number) => {
+    timer = setTimeout(() => {
+      if (stopped) return;
+      cancelling = cancel(database, query as Cancellable).then((locked) => {
+        if (!locked) fired = true;
+        else if (!stopped) expire(timeoutMs);
+      });
+    }, ms);
   };
   Object.defineProperty(query, 'active', {
     configurable: true,
@@ -449,7 +447,7 @@ function budgetClock(database: Database, query: object, timeoutMs: number): Budg
       active = value;
       if (!value || timer !== undefined) return;
       sentAt = performance.now();
-      arm(timeoutMs - lead);
+      expire(timeoutMs - lead);
     },
   });
   return clock;

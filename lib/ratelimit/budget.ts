@@ -22,10 +22,10 @@ const FLOOR_MS = 50;
 /**
  * The part of what a client has left that its requests' budgets share out: a statement cut short at its
  * budget runs on until PostgreSQL notices the cancel, which on a machine whose cores are all busy (a storm's
- * statements waiting for them) takes tens of milliseconds, a fifth to a half of a free key's 150 ms share. That
- * time is charged as a debt; keeping a quarter back for it keeps most of it within the window.
+ * statements waiting for them) takes tens of milliseconds, up to half of a free key's 150 ms share. That time
+ * is charged as a debt; keeping a third back for it keeps most of it within the window.
  */
-const SHARED = 0.75;
+const SHARED = 2 / 3;
 
 /**
  * The time a request's statements may take, at MS_PER_UNIT: its share (SHARED) of what its client had before it was

@@ -1,20 +1,23 @@
 // A request's statement budget (lib/ratelimit/budget.ts; docs/rate-limit.md, "Statement budgets"): its share of what
-// its client had, a quarter kept back for the cancel's lag, never less than the floor nor its own units, and never
+// its client had, a third kept back for the cancel's lag, never less than the floor nor its own units, and never
 // a share of what the client's other requests in flight may still be charged for their time; and a request whose
 // client's requests in flight already used what it has left waits for them, then runs or is declined.
 import t from 'tap';
 import { Flights, RequestBudget } from '../../lib/ratelimit/budget.ts';
 
+/** The part of what a client has left that budgets share out: the rest is kept for the cancel's lag. */
+const SHARED = 2 / 3;
+
 t.test("a share of what the client had before its charge, among the tier's requests in flight", async (t) => {
-  // A free key: 600 units, 8 in flight, a 1-unit chunk: three quarters of 600 ÷ 8, at 2 ms a unit.
-  t.equal(new RequestBudget(1, 599, 8).timeoutMs(), 112.5);
+  // A free key: 600 units, 8 in flight, a 1-unit chunk: two thirds of 600 ÷ 8, at 2 ms a unit.
+  t.equal(new RequestBudget(1, 599, 8).timeoutMs(), 100);
   // Its own units where they are more than the share; the floor where both are less.
   t.equal(new RequestBudget(400, 100, 8).timeoutMs(), 800);
   t.equal(new RequestBudget(1, 9, 4).timeoutMs(), 50);
   // What its statements used comes off what is left, down to the floor.
   const budget = new RequestBudget(1, 599, 8);
-  budget.used(60);
-  t.equal(budget.timeoutMs(), 52.5);
+  budget.used(30);
+  t.equal(budget.timeoutMs(), 70);
   budget.used(80);
   t.equal(budget.timeoutMs(), 50);
 });
@@ -23,24 +26,24 @@ t.test('eight requests admitted at once from a full window stay within the allow
   const admitted: RequestBudget[] = [];
   for (let i = 0; i < 8; i++) admitted.push(new RequestBudget(1, 600 - (i + 1), 8, [...admitted]));
   const total = admitted.reduce((sum, budget) => sum + budget.timeoutMs(), 0);
-  t.ok(total <= 600 * 2 * 0.75, `${total.toFixed(1)} ms of statements for 600 units at 2 ms a unit: a quarter kept back`);
-  t.ok(total >= 600 * 2 * 0.75 * 0.99, 'and the rest shared out, not held back');
+  t.ok(total <= 600 * 2 * SHARED, `${total.toFixed(1)} ms of statements for 600 units at 2 ms a unit: a third kept back`);
+  t.ok(total >= 600 * 2 * SHARED * 0.99, 'and the rest shared out, not held back');
 });
 
 t.test('a request admitted while others are in flight shares only what they cannot still be charged', async (t) => {
-  // Eight in flight, each with its 112.5 ms and a claim on 75 units (its share, the part kept back included);
+  // Eight in flight, each with its 100 ms and a claim on 75 units (its share, the part kept back included);
   // one ends, charged 56 units: 600 − 8 − 55 = 537 left, of which the seven still in flight may take 74 units
   // each as they end.
   const inFlight = Array.from({ length: 7 }, () => new RequestBudget(1, 599, 8));
   const claimed = 7 * 74;
-  t.equal(new RequestBudget(1, 536, 8, inFlight).timeoutMs(), 50, 'the floor: (537 − 518) × 3/4 × 2 ms is less');
-  // Without them in flight it would have had three quarters of 537 ÷ 8, at 2 ms a unit.
-  t.equal(new RequestBudget(1, 536, 8).timeoutMs(), (537 / 8) * 0.75 * 2);
+  t.equal(new RequestBudget(1, 536, 8, inFlight).timeoutMs(), 50, 'the floor: (537 − 518) × 2/3 × 2 ms is less');
+  // Without them in flight it would have had two thirds of 537 ÷ 8, at 2 ms a unit.
+  t.equal(new RequestBudget(1, 536, 8).timeoutMs(), (537 / 8) * SHARED * 2);
   // Others that used part of their time still claim all of it: it is charged when they end, not as they run.
   for (const other of inFlight) other.used(100);
-  t.equal(new RequestBudget(1, 536, 8, inFlight).timeoutMs(), Math.max(50, (537 - claimed) * 0.75 * 2));
+  t.equal(new RequestBudget(1, 536, 8, inFlight).timeoutMs(), Math.max(50, (537 - claimed) * SHARED * 2));
   // With fewer in flight, what they cannot take is shared among the slots left.
-  t.equal(new RequestBudget(1, 536, 8, inFlight.slice(0, 2)).timeoutMs(), ((537 - 2 * 74) / 6) * 0.75 * 2);
+  t.equal(new RequestBudget(1, 536, 8, inFlight.slice(0, 2)).timeoutMs(), ((537 - 2 * 74) / 6) * SHARED * 2);
   // What a request has spent so far: its time since it was admitted, beyond its own units, up to its claim.
   const admitted = new RequestBudget(1, 599, 8, [], 1000);
   t.equal(admitted.spentUnits(1001), 0, 'an ordinary chunk after a millisecond: nothing beyond its unit');
