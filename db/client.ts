@@ -202,8 +202,10 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
       })
     : [{ identity: databaseIdentity(url), connection: limiterConnection(url, pooled), sql, drizzle: drizzle(sql, { schema }) }];
   const readSql = options.read ? pool(options.read.url, options.read.pooled ?? false) : undefined;
+  // Kept open once made (no idle timeout): a cancel must not wait for a connection to be made, on cores a
+  // storm's statements keep busy (shapes.ts, cancel).
   const watchOf = (watchUrl: string) =>
-    postgres(watchUrl, { ...common, max: 1, fetch_types: false, connection: { application_name: 'collections-watch' } });
+    postgres(watchUrl, { ...common, max: 1, idle_timeout: 0, fetch_types: false, connection: { application_name: 'collections-watch' } });
   const watch = watchOf(url);
   const readWatch = options.read ? watchOf(options.read.url) : watch;
   const shared = {

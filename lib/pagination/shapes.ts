@@ -249,11 +249,13 @@ function cancelledByRequest(error: unknown): boolean {
 }
 
 /**
- * What a pool's cancels are taken to lag before any was measured: the pg_cancel_backend round trip and
- * PostgreSQL's next check for interrupts take a few milliseconds on one host. Without it, the statements of a
- * storm's first wave, all cancelled at once, would each run that much past their budgets.
+ * What a pool's cancels are taken to lag before any was measured: the timer fired late by an event loop busy
+ * with a storm's 429s, the pg_cancel_backend round trip on a watch whose backend waits for a core among the
+ * statements it cancels, and PostgreSQL's next check for interrupts: 10 to 60 ms with both cores of a small
+ * machine busy, a few on an idle one. The first wave of a storm's statements, all cancelled at once, runs
+ * past its budgets by as much; an idle machine's cancels then bring the estimate down.
  */
-const FIRST_CANCEL_LAG_MS = 3;
+const FIRST_CANCEL_LAG_MS = 20;
 
 /** How long after this process sent a cancel to a backend an unasked-for cancel there is taken for it. */
 const CANCEL_RACE_MS = 1000;
