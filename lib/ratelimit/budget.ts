@@ -48,15 +48,13 @@ export class RequestBudget implements StatementBudget {
   private readonly units: number;
   /** Its share of what its client had, before the part kept back (SHARED). */
   private readonly claimedUnits: number;
-  /** performance.now() when it was admitted: its statements cannot have run longer than since then. */
-  private readonly admittedAt: number;
 
   /**
    * `units`: what the request is charged; `remaining`: what its client has left besides; `concurrency`: its tier's
    * cap; `others`: the budgets of its client's other requests in flight on this instance, whose time beyond their
    * charge is not in `remaining` yet (it is charged when they end), so is not this request's to share.
    */
-  constructor(units: number, remaining: number, concurrency: number, others: Iterable<RequestBudget> = [], now = performance.now()) {
+  constructor(units: number, remaining: number, concurrency: number, others: Iterable<RequestBudget> = []) {
     let claimed = 0;
     let count = 0;
     for (const other of others) {
@@ -67,16 +65,6 @@ export class RequestBudget implements StatementBudget {
     this.units = units;
     this.claimedUnits = Math.max(units, share);
     this.totalMs = Math.max(FLOOR_MS, Math.max(units, share * SHARED) * MS_PER_UNIT);
-    this.admittedAt = now;
-  }
-
-  /**
-   * Units beyond its charge that its statements may have used by `now`: its time since it was admitted at
-   * MS_PER_UNIT, up to what it may be charged (unsettledUnits). An ordinary chunk's is about none; a statement
-   * that ran to the end of its budget's is all of them.
-   */
-  spentUnits(now: number): number {
-    return Math.min(this.unsettledUnits(), Math.max(0, (now - this.admittedAt) / MS_PER_UNIT - this.units));
   }
 
   /**
@@ -164,11 +152,13 @@ const SWEEP_EVERY = 1024;
 /**
  * The requests in flight on this instance, by subject, and their statement budgets (docs/rate-limit.md,
  * "Statement budgets"). What those requests may still be charged for their time is not in the limiter's
- * `remaining` until they end, so a request admitted meanwhile does not share it out again; and a request whose
- * client has, by what its requests in flight have already used, less left than the floor waits for one of them
- * to end before it runs, since that one's charge may leave nothing (a storm's wave of statements cut short at
- * their budgets, each charged what it used, would otherwise let as many new requests in at the floor). Requests
- * in flight are this process's own; nothing of the limit lives here.
+ * `remaining` until they end, so a request admitted meanwhile does not share it out again; and a request runs
+ * only when what its client has left, less what its requests in flight may still be charged, covers its own
+ * floor, or when it is its client's only one: otherwise it waits for one of them to end, whose charge may
+ * leave nothing. The floor is time a client may not have paid for: requests let in at it together (a storm's,
+ * as each wave of its statements is cut short) would otherwise overrun what their client had left by as many
+ * floors; an ordinary client near the end of its allowance waits the few milliseconds a chunk takes.
+ * Requests in flight are this process's own; nothing of the limit lives here.
  */
 export class Flights {
   private readonly bySubject = new Map<string, Flight>();
@@ -208,11 +198,10 @@ export class Flights {
         for (let i = flight.ends.length - 1; i >= 0 && flight.ends[i]![0] > mark; i--) since += flight.ends[i]![1];
         const left = remaining - since;
         if (left < 0) return since;
-        const now = performance.now();
-        let spent = 0;
-        for (const other of flight.budgets) spent += other.spentUnits(now);
-        if (flight.budgets.size === 0 || left + units - spent >= FLOOR_MS / MS_PER_UNIT) {
-          const budget = new RequestBudget(units, left, concurrency, flight.budgets, now);
+        let claimed = 0;
+        for (const other of flight.budgets) claimed += other.unsettledUnits();
+        if (flight.budgets.size === 0 || left + units - claimed >= FLOOR_MS / MS_PER_UNIT) {
+          const budget = new RequestBudget(units, left, concurrency, flight.budgets);
           flight.budgets.add(budget);
           return budget;
         }

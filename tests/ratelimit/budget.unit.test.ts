@@ -44,44 +44,59 @@ t.test('a request admitted while others are in flight shares only what they cann
   t.equal(new RequestBudget(1, 536, 8, inFlight).timeoutMs(), Math.max(50, (537 - claimed) * SHARED * 2));
   // With fewer in flight, what they cannot take is shared among the slots left.
   t.equal(new RequestBudget(1, 536, 8, inFlight.slice(0, 2)).timeoutMs(), ((537 - 2 * 74) / 6) * SHARED * 2);
-  // What a request has spent so far: its time since it was admitted, beyond its own units, up to its claim.
-  const admitted = new RequestBudget(1, 599, 8, [], 1000);
-  t.equal(admitted.spentUnits(1001), 0, 'an ordinary chunk after a millisecond: nothing beyond its unit');
-  t.equal(admitted.spentUnits(1050), 24);
-  t.equal(admitted.spentUnits(5000), 74, 'never more than it may be charged');
 });
 
 t.test('a request whose client has nothing left once its requests in flight are charged waits, then is declined', async (t) => {
   const flights = new Flights();
-  // Eight of a free key's trap chunks at once: each its budget.
+  // Eight of a free key's trap chunks at once from a full window: each its budget, all eight run at once.
   const wave: RequestBudget[] = [];
   for (let i = 0; i < 8; i++) wave.push((await flights.admit('key:a', flights.mark(), 1, 600 - (i + 1), 8)) as RequestBudget);
   t.ok(
     wave.every((budget) => budget instanceof RequestBudget),
     'all eight run',
   );
-  // They run past their budgets (a cancel noticed late), to the end of their claims.
-  await new Promise((resolve) => setTimeout(resolve, 160));
-  // The first is cut short and charged 80 units beyond its 1. Its client's next request, whose decision saw that
-  // charge (592 − 80 = 512 left), comes while the other seven have spent their claims.
+  // The first is cut short and charged 80 units beyond its 1 (its cancel landed late). Its client's next
+  // request, whose decision saw that charge (592 − 80 = 512 left, 511 after its unit), comes while the other
+  // seven may still be charged 74 units each: less than the floor is left beside them.
   flights.end('key:a', wave[0]!, 80);
   let next: RequestBudget | number | undefined;
   const admitted = flights.admit('key:a', flights.mark(), 1, 511, 8).then((result) => {
     next = result;
   });
   await new Promise((resolve) => setImmediate(resolve));
-  t.equal(next, undefined, 'it waits: what the seven have spent leaves less than the floor');
+  t.equal(next, undefined, 'it waits');
   // Each of the seven is charged 80 units beyond its price as it ends: 560, more than the 511.
   for (const budget of wave.slice(1)) flights.end('key:a', budget, 80);
   await admitted;
   t.equal(next, 560, 'declined, owing what the seven were charged since its decision');
+});
 
-  // An ordinary client's requests in flight have spent nothing: its next one runs at once, at the floor.
-  const ordinary: RequestBudget[] = [];
-  for (let i = 0; i < 7; i++) ordinary.push((await flights.admit('key:b', flights.mark(), 1, 100 - (i + 1), 8)) as RequestBudget);
-  const eighth = await flights.admit('key:b', flights.mark(), 1, 92, 8);
-  t.ok(eighth instanceof RequestBudget, 'the eighth runs without waiting');
-  t.equal((eighth as RequestBudget).timeoutMs(), 50, 'at the floor: the seven may take the rest');
+t.test('a client near the end of its allowance runs as many requests at once as it can pay the floor for', async (t) => {
+  const flights = new Flights();
+  // 101 units left, 8 in flight allowed: each request claims the floor's 25 units (24 beyond its 1).
+  const running: RequestBudget[] = [];
+  for (let i = 0; i < 4; i++) running.push((await flights.admit('key:b', flights.mark(), 1, 101 - (i + 1), 8)) as RequestBudget);
+  t.ok(
+    running.every((budget) => budget instanceof RequestBudget && budget.timeoutMs() === 50),
+    'four run at once, each at the floor',
+  );
+  let fifth: RequestBudget | number | undefined;
+  const waiting = flights.admit('key:b', flights.mark(), 1, 96, 8).then((result) => {
+    fifth = result;
+  });
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(fifth, undefined, 'the fifth waits: 97 less the four floors is less than a floor');
+  // One of them ends, charged its price only (an ordinary chunk): the fifth runs.
+  flights.end('key:b', running[0]!, 0);
+  await waiting;
+  t.ok(fifth instanceof RequestBudget, 'and runs once one ends');
+  // A client with its whole allowance runs its eight at once.
+  const full: (RequestBudget | number)[] = [];
+  for (let i = 0; i < 8; i++) full.push(await flights.admit('key:d', flights.mark(), 1, 600 - (i + 1), 8));
+  t.ok(
+    full.every((budget) => budget instanceof RequestBudget),
+    'eight at once from a full window',
+  );
 });
 
 t.test('a charge that ended before the decision was asked for is not counted twice', async (t) => {
