@@ -205,8 +205,13 @@ export function rateLimiter(deps: LimiterDeps, options: LimiterOptions = {}): Mi
       c.set('statementBudget', budget);
       await next();
     } finally {
-      const final = refusedKeeping ?? finalCost(c, charge, budget);
-      if (budget !== undefined) flights.end(decision.subject, budget, final - decision.charged);
+      let final = decision.charged;
+      try {
+        final = refusedKeeping ?? finalCost(c, charge, budget);
+      } finally {
+        // Whatever happens here, the requests of its client waiting for this one to end are woken.
+        if (budget !== undefined) flights.end(decision.subject, budget, final - decision.charged);
+      }
       if (decision.lease !== undefined) {
         // Released before the response leaves, so a client's next request never meets its own lease. A
         // release that fails is kept by the limiter and sent again once the database answers. A 503 (the
