@@ -251,8 +251,8 @@ function cancelledByRequest(error: unknown): boolean {
 /**
  * What a pool's cancels are taken to lag before any was measured: the timer fired late by an event loop busy
  * with a storm's 429s, the pg_cancel_backend round trip on a watch whose backend waits for a core among the
- * statements it cancels, and PostgreSQL's next check for interrupts: 10 to 60 ms with both cores of a small
- * machine busy, a few on an idle one. The first wave of a storm's statements, all cancelled at once, runs
+ * statements it cancels, and PostgreSQL's next check for interrupts: tens of milliseconds with every core of
+ * a small machine busy, a few on an idle one. The first wave of a storm's statements, all cancelled at once, runs
  * past its budgets by as much; an idle machine's cancels then bring the estimate down.
  */
 const FIRST_CANCEL_LAG_MS = 20;
@@ -337,7 +337,7 @@ function cancel(database: Database, query: Cancellable): Promise<boolean> {
     cancels.set(pid, now);
   }
   return signal(database, pid).then((answer) => {
-    if (answer === 'locked') {
+    if (answer === 'left') {
       if (cancels?.get(pid) === now) cancels.delete(pid);
       return true;
     }
@@ -346,15 +346,25 @@ function cancel(database: Database, query: Cancellable): Promise<boolean> {
   });
 }
 
-/** What the watch connection did with a backend asked to be cancelled. */
-type Signalled = 'signalled' | 'locked' | 'failed';
+/**
+ * What the watch connection did with a backend asked to be cancelled: signalled it, left it alone (it waits
+ * for a lock, or runs no statement), or could not say in time (WATCH_ANSWER_MS).
+ */
+type Signalled = 'signalled' | 'left' | 'failed';
+
+/**
+ * How long the watch has to answer before a cancel request is sent instead: it answers in milliseconds, tens
+ * of them on busy cores; a watch connection that stopped answering (frozen, its backend stopped) must not
+ * leave a statement running to the pool's statement_timeout.
+ */
+const WATCH_ANSWER_MS = 500;
 
 /** Cancels asked for in one turn of the event loop, by watch connection: sent together (signal). */
 const signalling = new Map<Database['watch'], Map<number, ((answer: Signalled) => void)[]>>();
 
 /**
  * pg_cancel_backend(pid) on the database's watch connection, unless the backend waits for a lock (a migration,
- * an operator's maintenance: not the client's doing), with the other cancels asked for in the same turn of the
+ * an operator's maintenance: not the client's doing) or runs no statement, with the other cancels asked for in the same turn of the
  * event loop in one statement: a wave of statements whose budgets end together (a storm's) is cut short at
  * once, not one round trip after another, each statement running on meanwhile. On a connection of its own: the
  * pool's may all be waiting for that very lock.
@@ -369,16 +379,20 @@ function signal(database: Database, pid: number): Promise<Signalled> {
     setImmediate(() => {
       signalling.delete(watch);
       const pids = [...pending.keys()];
+      let late: NodeJS.Timeout | undefined;
       const settle = (answerOf: (pid: number) => Signalled) => {
+        clearTimeout(late);
         for (const [each, waiters] of pending) for (const resolve of waiters) resolve(answerOf(each));
+        pending.clear();
       };
+      late = setTimeout(() => settle(() => 'failed'), WATCH_ANSWER_MS);
       // A backend that is not running a statement (it ended: its answer is on its way) is not signalled either.
-      watch<{ pid: number; locked: boolean; signalled: boolean }[]>`
-        select p.pid, coalesce(a.wait_event_type = 'Lock' or a.state <> 'active', false) as locked,
+      watch<{ pid: number; left: boolean; signalled: boolean }[]>`
+        select p.pid, coalesce(a.wait_event_type = 'Lock' or a.state <> 'active', false) as left,
           case when a.state = 'active' and a.wait_event_type is distinct from 'Lock' then pg_cancel_backend(p.pid) else false end as signalled
         from unnest(${`{${pids.join(',')}}`}::int[]) as p (pid) left join pg_stat_activity as a on a.pid = p.pid`.then(
         (rows) => {
-          const answers = new Map(rows.map((row) => [row.pid, row.locked ? 'locked' : row.signalled ? 'signalled' : 'failed'] as const));
+          const answers = new Map(rows.map((row) => [row.pid, row.left ? 'left' : row.signalled ? 'signalled' : 'failed'] as const));
           settle((each) => answers.get(each) ?? 'failed');
         },
         () => settle(() => 'failed'),
@@ -436,8 +450,8 @@ function budgetClock(database: Database, query: object, timeoutMs: number): Budg
   const expire = (ms: number) => {
     timer = setTimeout(() => {
       if (stopped) return;
-      cancelling = cancel(database, query as Cancellable).then((locked) => {
-        if (!locked) fired = true;
+      cancelling = cancel(database, query as Cancellable).then((left) => {
+        if (!left) fired = true;
         else if (!stopped) expire(timeoutMs);
       });
     }, ms);

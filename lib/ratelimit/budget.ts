@@ -22,8 +22,8 @@ const FLOOR_MS = 50;
 /**
  * The part of what a client has left that its requests' budgets share out: a statement cut short at its
  * budget runs on until PostgreSQL notices the cancel, which on a machine whose cores are all busy (a storm's
- * statements waiting for them) takes tens of milliseconds, up to half of a free key's 150 ms share. That time
- * is charged as a debt; keeping a third back for it keeps most of it within the window.
+ * statements waiting for them) takes tens of milliseconds, a large part of a free key's share. That time is
+ * charged as a debt; keeping a third back for it keeps most of it within the window.
  */
 const SHARED = 2 / 3;
 
@@ -48,6 +48,8 @@ export class RequestBudget implements StatementBudget {
   private readonly units: number;
   /** Its share of what its client had, before the part kept back (SHARED). */
   private readonly claimedUnits: number;
+  /** What its client had, less what its other requests in flight may still be charged. */
+  private readonly unclaimedUnits: number;
 
   /**
    * `units`: what the request is charged; `remaining`: what its client has left besides; `concurrency`: its tier's
@@ -61,10 +63,16 @@ export class RequestBudget implements StatementBudget {
       claimed += other.unsettledUnits();
       count += 1;
     }
-    const share = Math.max(0, remaining + units - claimed) / Math.max(1, concurrency - count);
+    this.unclaimedUnits = remaining + units - claimed;
+    const share = Math.max(0, this.unclaimedUnits) / Math.max(1, concurrency - count);
     this.units = units;
     this.claimedUnits = Math.max(units, share);
     this.totalMs = Math.max(FLOOR_MS, Math.max(units, share * SHARED) * MS_PER_UNIT);
+  }
+
+  /** Whether what its client had, less what its other requests in flight may still be charged, pays for the floor. */
+  coversFloor(): boolean {
+    return this.unclaimedUnits >= FLOOR_MS / MS_PER_UNIT;
   }
 
   /**
@@ -198,10 +206,8 @@ export class Flights {
         for (let i = flight.ends.length - 1; i >= 0 && flight.ends[i]![0] > mark; i--) since += flight.ends[i]![1];
         const left = remaining - since;
         if (left < 0) return since;
-        let claimed = 0;
-        for (const other of flight.budgets) claimed += other.unsettledUnits();
-        if (flight.budgets.size === 0 || left + units - claimed >= FLOOR_MS / MS_PER_UNIT) {
-          const budget = new RequestBudget(units, left, concurrency, flight.budgets);
+        const budget = new RequestBudget(units, left, concurrency, flight.budgets);
+        if (flight.budgets.size === 0 || budget.coversFloor()) {
           flight.budgets.add(budget);
           return budget;
         }

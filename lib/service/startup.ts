@@ -176,7 +176,7 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
   if (isPooled) log('DATABASE_URL leads to a transaction pooler: no named statements, no pipelining');
   // The watch connections, which cancel the statements their budgets cut short, made now rather than at the
   // first cancel (a pooler's are never used: no statement is budgeted there); one that fails is made then.
-  else await Promise.all([database.watch, database.reads.watch].map((watch) => watch`select 1`.catch(() => {})));
+  else await Promise.all([...new Set([database.watch, database.reads.watch])].map((watch) => watch`select 1`.catch(() => {})));
   if (limiterOrder !== undefined) {
     log(
       `Rate limiter on ${database.limiters.map((limiter) => limiter.identity).join(', ')}; keys and tiers from ${database.limiters[0]!.identity}, the oldest by its record`,

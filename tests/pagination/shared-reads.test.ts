@@ -170,10 +170,22 @@ t.test("the request log counts a shared statement's time once: each request its 
   const [first, ...shared] = lines as (LogLine & { pgMs?: number; pgShareMs?: number })[];
   t.ok(first!.pgMs! >= 50, `a read alone: its time, ${first!.pgMs} ms`);
   t.equal(first!.pgShareMs, undefined, 'shared with no one: no share');
-  const statement = shared[0]!.pgMs!;
-  t.ok(statement >= 50, `the shared statement took ${statement} ms`);
-  for (const line of shared) {
-    t.equal(line.pgMs, statement, 'each request is told the whole time, which it is charged for');
-    t.ok(Math.abs(line.pgShareMs! - statement / 4) <= 0.01, `and a quarter of it as its share: ${line.pgShareMs} ms`);
+  // The four usually share one statement; on a busy machine their decisions may come back in two turns, and
+  // those of each turn share theirs. A statement's requests are told its whole time, alike.
+  const statements = new Map<number, typeof shared>();
+  for (const line of shared) statements.set(line.pgMs!, [...(statements.get(line.pgMs!) ?? []), line]);
+  t.ok(
+    [...statements.values()].some((requests) => requests.length > 1),
+    `requests at once share a statement: ${[...statements.values()].map((requests) => requests.length).join(' + ')}`,
+  );
+  for (const [ms, requests] of statements) {
+    t.ok(ms >= 50, `a statement took ${ms} ms, which each of its ${requests.length} requests is told and charged for`);
+    for (const line of requests) {
+      if (requests.length === 1) t.equal(line.pgShareMs, undefined, 'shared with no one: no share');
+      else t.ok(Math.abs(line.pgShareMs! - ms / requests.length) <= 0.01, `its share: ${line.pgShareMs} ms of ${ms}`);
+    }
   }
+  const shares = shared.reduce((sum, line) => sum + (line.pgShareMs ?? line.pgMs!), 0);
+  const ran = [...statements.keys()].reduce((sum, ms) => sum + ms, 0);
+  t.ok(Math.abs(shares - ran) <= 0.05, `the shares add up to what PostgreSQL ran: ${shares.toFixed(2)} of ${ran} ms`);
 });

@@ -1,6 +1,7 @@
 // Costs that follow the work (issue 39): a read is settled at what its statements really took, no statement
 // runs longer than its client can pay for, a debt is kept until paid, and a declined request costs no
 // planner work. Each test reproduces one of the breakages found on main 655dfbc and fails there.
+import { bigint, pgTable } from 'drizzle-orm/pg-core';
 import postgres from 'postgres';
 import t from 'tap';
 import { products } from '../../demo/schema.ts';
@@ -119,6 +120,44 @@ t.test('where pg_cancel_backend fails on the watch connection, a cancel request 
   t.equal(res.status, 429);
   t.equal((await res.json()).code, 'Query_limit_exceeded');
   t.ok(took < 2000, `cut short by the cancel request, not by the pool's timeout: ${Math.round(took)} ms`);
+});
+
+// A collection over a view that sleeps 3 s at every read: a statement that runs (not one waiting for a lock)
+// well past any budget here.
+const slowTable = pgTable('slow', { id: bigint('id', { mode: 'number' }).primaryKey() });
+const slowCollections = createRegistry([
+  defineCollection({
+    name: 'slow',
+    table: slowTable,
+    fields: { id: { column: slowTable.id, type: 'bigint' } },
+    variants: ['cursor'],
+    defaultVariant: 'cursor',
+    filters: { id: ['eq'] },
+    sortKeys: ['id'],
+    defaultSort: 'id',
+    pageSize: { default: 5, max: 100 },
+    cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 } },
+  }),
+]);
+
+t.test('where the watch connection stopped answering, a cancel request cuts the statement short all the same', async (t) => {
+  const api = await testApp(t, { registry: slowCollections, rateLimit: true });
+  await api.database.sql`create view slow as select id::int8 as id from generate_series(1, 10) as id, (select pg_sleep(3)) as slept`;
+  await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
+  // The watch connection made, then its backend stopped: it takes the cancel's statement and never answers.
+  await api.database.reads.watch`select 1`;
+  const [watch] = await api.database.sql<{ pid: number }[]>`
+    select pid from pg_stat_activity where application_name = 'collections-watch' and datname = current_database()`;
+  t.ok(watch, 'the watch connection is there');
+  process.kill(watch!.pid, 'SIGSTOP');
+  t.teardown(() => process.kill(watch!.pid, 'SIGCONT'));
+  const began = performance.now();
+  const res = await api.request('/v1/slow?page-size=5');
+  const took = performance.now() - began;
+  t.equal(res.status, 429);
+  t.equal((await res.json()).code, 'Query_limit_exceeded');
+  // Left to the frozen watch, the read would sleep its 3 s and be served.
+  t.ok(took < 2000, `cut short by a cancel request once the watch did not answer: ${Math.round(took)} ms`);
 });
 
 t.test("a statement waiting for a lock is not cut short as its client's work: the pool's timeout answers it", async (t) => {
