@@ -93,7 +93,11 @@ function payloadOf(collection: Collection, query: TimeQuery, direction: Directio
 /** Whether `i` of a cursor's position is one the collection's positions carry. */
 function isPositionKey(collection: Collection, i: unknown): boolean {
   if (i === '-' || i === '+') return true;
-  if (numericId(collection)) return Number.isSafeInteger(i);
+  // One integer id as a number: the demo's positions, which its cursors carried so before it was served from its
+  // file (its id an int8 since), taken as they were (startOf, reversed).
+  if (numericId(collection) || Number.isSafeInteger(i)) {
+    return collection.key.length === 1 && Number.isSafeInteger(i) && isKeyValue(collection.fields.get(collection.key[0]!)!, i);
+  }
   return (
     Array.isArray(i) &&
     i.length === collection.key.length &&
