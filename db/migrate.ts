@@ -112,7 +112,7 @@ async function adoptEarlierRelease(sql: Sql): Promise<boolean> {
  * The cursor secret an earlier release kept on a data database it migrated (public.settings, beside drizzle's
  * journal in schema drizzle), read only: with LIMITER_DATABASE_URL the secret now lives on the limiter databases,
  * which take it over at their first start so that cursors handed out before stay valid. Undefined when there is
- * none, or the role may not read it.
+ * none, or the role may not read it; rejects when the database cannot be asked.
  */
 export async function earlierCursorSecret(url: string): Promise<string | undefined> {
   const sql = postgres(url, { max: 1, onnotice: () => {}, prepare: false, connect_timeout: 10 });
@@ -122,9 +122,11 @@ export async function earlierCursorSecret(url: string): Promise<string | undefin
     if (!state!.earlier) return undefined;
     const [row] = await sql<{ value: string }[]>`select value from public.settings where name = 'cursor_secret'`;
     return row?.value;
-  } catch {
+  } catch (error) {
     // No SELECT on it: a new secret, as CURSOR_SECRET's documentation says (docs/operations.md, "Upgrading").
-    return undefined;
+    // Anything else (the database away, a timeout) fails the start: a new secret, once kept, would be for good.
+    if ((error as { code?: unknown }).code === '42501') return undefined;
+    throw error;
   } finally {
     await sql.end();
   }

@@ -15,12 +15,13 @@ export async function loadCursorSecret(
 ): Promise<string> {
   if (configured) return configured;
   const stored = async () => (await drizzle.select({ value: settings.value }).from(settings).where(eq(settings.name, 'cursor_secret')))[0];
-  if ((await stored()) === undefined) {
+  let row = await stored();
+  if (row === undefined) {
     const value = (await inherited()) ?? randomBytes(32).toString('base64url');
     // Whichever instance inserts first wins; every other one reads the same value.
     await drizzle.insert(settings).values({ name: 'cursor_secret', value }).onConflictDoNothing();
+    row = await stored();
   }
-  const row = await stored();
   if (!row) throw new Error('The cursor secret could not be stored');
   return row.value;
 }

@@ -7,6 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Sql } from 'postgres';
 import t from 'tap';
+import { earlierCursorSecret } from '../../db/migrate.ts';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
 import { emptyDatabase } from '../helpers/db.ts';
 import { migrateAsPublicSchemaRelease } from '../helpers/earlier-release.ts';
@@ -260,3 +261,32 @@ t.test("with LIMITER_DATABASE_URL, the limiter database takes over the data data
   const tokenAgain = new URL(again._links.next.href).searchParams.get('cursor')!;
   t.equal(tokenAgain, encodeCursor(oldSecret, JSON.parse(Buffer.from(tokenAgain.split('.')[1]!, 'base64url').toString('utf8'))));
 });
+
+t.test(
+  "an earlier release's cursor secret: read where it may be, a new one where it may not, and no start when it cannot be asked",
+  async (t) => {
+    const db = await emptyDatabase(t);
+    await db.sql`create schema drizzle`;
+    await db.sql`create table drizzle.__drizzle_migrations (id serial primary key)`;
+    await db.sql`create table public.settings (name text primary key, value text not null)`;
+    await db.sql`insert into public.settings values ('cursor_secret', 'the-earlier-secret')`;
+    t.equal(await earlierCursorSecret(db.url), 'the-earlier-secret');
+
+    // A role that may see the tables but not read the settings: the service makes a secret of its own.
+    const role = `t_${process.pid}_${randomBytes(4).toString('hex')}_nosecret`;
+    const password = randomBytes(12).toString('hex');
+    await db.sql.unsafe(`create role ${role} login password '${password}'`);
+    t.teardown(() => db.sql.unsafe(`drop owned by ${role}; drop role if exists ${role}`));
+    await db.sql.unsafe(`grant usage on schema drizzle to ${role}`);
+    const url = new URL(db.url);
+    url.username = role;
+    url.password = password;
+    t.equal(await earlierCursorSecret(url.toString()), undefined, 'no SELECT on it: none to take over');
+
+    // A database that cannot be asked (nothing listens there) fails the start: a new secret, once kept, would be
+    // for good, and every cursor handed out before would be refused.
+    const away = new URL(db.url);
+    away.port = String(await freePort());
+    await t.rejects(earlierCursorSecret(away.toString()), 'the start fails rather than make a new secret');
+  },
+);
