@@ -201,7 +201,7 @@ function itemSchema(collection: Collection): Schema {
       properties[name] = runtimeFieldSchema(field, facts);
       continue;
     }
-    // The demo's fields have no facts: described as they always were.
+    // Fields declared in code (defineCollection, as tests do) have no catalog facts: described by their type alone.
     const schema = printedSchema(field.type, undefined, false);
     properties[name] = orNull(field.type === 'timestamp' ? { ...schema, description: TIMESTAMP_NOTE } : schema, field.nullable);
   }

@@ -284,8 +284,6 @@ function intervalText(column: AnyPgColumn | SQL): SQL {
 export const PRINTED = {
   date: /^(?:\d{4,}-\d{2}-\d{2}(?: BC)?|-?infinity)$/,
   localTimestamp: /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(?: BC)?|-?infinity)$/,
-  /** A timestamptz element of an array, printed in SQL (utcTimestampText): BC and ±infinity too, unlike a field. */
-  utcElement: /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z(?: BC)?|-?infinity)$/,
   time: /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$/,
   timetz: /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?[+-]\d{2}(?::\d{2}){0,2}$/,
   interval: /^P-?\d+Y-?\d+M-?\d+DT-?\d+H-?\d+M-?\d+\.\d{6}S$/,

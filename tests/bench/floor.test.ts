@@ -1,9 +1,9 @@
-import { fileURLToPath } from 'node:url';
+// The bench's floor (bench/floor-server.ts) answers the chunk it stands in for exactly as the service does:
+// the same items in the same order and JSON, the same links and cursor payload (docs/benchmarks.md, "The floor").
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 import { cursorPayload, seedTrickyProducts, startBenchServer } from '../helpers/price-chunk.ts';
 
-const _root = fileURLToPath(new URL('../..', import.meta.url));
 const CHUNK = '/v1/products?page-size=20&sort=priceCents';
 
 t.test('the floor answers the first chunk by price as the service does', async (t) => {

@@ -4,7 +4,6 @@
 // started on a free port (scripts/test-packages.sh installs it where it is missing).
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { findRedis } from '../../bench/redis.ts';
 import { testApp } from '../helpers/app.ts';
@@ -12,7 +11,6 @@ import { cursorPayload, seedTrickyProducts, startBenchServer } from '../helpers/
 import { freePort, stopProcess } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const _root = fileURLToPath(new URL('../..', import.meta.url));
 const CHUNK = '/v1/products?page-size=20&sort=priceCents';
 
 /** Debian's redis-server on a free port, keeping nothing on disk, stopped at teardown: its URL once it answers. */

@@ -8,19 +8,11 @@ import { runCollections as run } from '../helpers/collections-cli.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
+import { playlistTracks, SHOWS } from '../helpers/team-tables.ts';
 
 const FIXTURE = `
   create schema team;
-  create table team.playlist_track (
-    playlist_id int not null, track_id bigint not null, added timestamp not null, primary key (playlist_id, track_id));
-  create index playlist_track_added on team.playlist_track (added, playlist_id, track_id);
-  insert into team.playlist_track
-  select p, 9007199254740990 + t, timestamp '2024-03-01 10:00:00.000001' + ((p * t) % 4) * interval '1 microsecond'
-  from generate_series(1, 4) p, generate_series(1, 9) t;
-  create table team.shows (show_id text primary key, title text not null, year int);
-  create index shows_year on team.shows (year, show_id);
-  insert into team.shows select 's' || n, 'Show ' || n, case when n % 3 = 0 then null else 2000 + n % 5 end from generate_series(1, 40) n;
-  create table team.rates (rate numeric primary key, label text not null);
+${playlistTracks(4)}${SHOWS}  create table team.rates (rate numeric primary key, label text not null);
   insert into team.rates values (1.10, 'a'), (2.500, 'b'), (0.0000001, 'c'), (123456789012345678901234567890.5, 'd'), (-7, 'e'), (10, 'f');
   create table team.events (id bigint primary key, at timestamptz not null, kind text not null);
   create index events_at on team.events (at, id);

@@ -1,3 +1,7 @@
+// The SQL functions step (db/functions.ts): a database made fresh and one upgraded from any earlier release's
+// migrations end up with the same functions and schema, the service's own (SERVICE_SCHEMA), and nothing of the
+// service outside it; a function file is applied again only when it changed, all changed files or none; two
+// instances migrating at once do not conflict.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

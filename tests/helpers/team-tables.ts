@@ -3,6 +3,31 @@
 // several dimensions, a view, a partitioned table, another schema. tests/pagination/team-tables.test.ts walks them
 // against SQL; tests/openapi/team-collections.test.ts checks the document, the typed client and /docs over them.
 
+/**
+ * team.shows: 40 shows keyed by text, a third of them with a NULL year (a nullable first sort key), indexed by
+ * (year, show_id).
+ */
+export const SHOWS = `
+  create table team.shows (show_id text primary key, title text not null, year int);
+  create index shows_year on team.shows (year, show_id);
+  insert into team.shows select 's' || n, 'Show ' || n, case when n % 3 = 0 then null else 2000 + n % 5 end from generate_series(1, 40) n;
+`;
+
+/**
+ * team.playlist_track: `playlists` × 9 rows keyed by (playlist_id, track_id), track ids past 2^53, timestamps a
+ * microsecond apart and shared (a time variant over a composite key).
+ */
+export function playlistTracks(playlists: number): string {
+  return `
+  create table team.playlist_track (
+    playlist_id int not null, track_id bigint not null, added timestamp not null, primary key (playlist_id, track_id));
+  create index playlist_track_added on team.playlist_track (added, playlist_id, track_id);
+  insert into team.playlist_track
+  select p, 9007199254740990 + t, timestamp '2024-03-01 10:00:00.000001' + ((p * t) % 4) * interval '1 microsecond'
+  from generate_series(1, ${playlists}) p, generate_series(1, 9) t;
+`;
+}
+
 export const FIXTURE = `
   create schema team;
   create schema "Music";
@@ -61,17 +86,8 @@ export const FIXTURE = `
     ('00000000-0000-0000-0000-000000000002', 'edge', 5, 'NaN', -9223372036854775808, 32767, 'Infinity', 1.5e-7, true,
      'infinity', '0001-01-01 00:00:00', '2024-06-01T12:34:56.789013Z', '00:00:00.000001', '23:59:59-11', '0', 'happy',
      '{}', '{}', '{}', '[]', '', null);
-  create table team.shows (show_id text primary key, title text not null, year int);
-  create index shows_year on team.shows (year, show_id);
-  insert into team.shows select 's' || n, 'Show ' || n, case when n % 3 = 0 then null else 2000 + n % 5 end from generate_series(1, 40) n;
-  create view team.show_titles as select show_id, title, year from team.shows;
-  create table team.playlist_track (
-    playlist_id int not null, track_id bigint not null, added timestamp not null, primary key (playlist_id, track_id));
-  create index playlist_track_added on team.playlist_track (added, playlist_id, track_id);
-  insert into team.playlist_track
-  select p, 9007199254740990 + t, timestamp '2024-03-01 10:00:00.000001' + ((p * t) % 4) * interval '1 microsecond'
-  from generate_series(1, 5) p, generate_series(1, 9) t;
-  create table "Music"."Album" ("AlbumId" integer primary key, "Title" varchar(160), "ArtistId" integer not null);
+${SHOWS}  create view team.show_titles as select show_id, title, year from team.shows;
+${playlistTracks(5)}  create table "Music"."Album" ("AlbumId" integer primary key, "Title" varchar(160), "ArtistId" integer not null);
   create index "Album_Title" on "Music"."Album" ("Title", "AlbumId");
   insert into "Music"."Album" select n, case when n % 4 = 1 then null else 'Album ' || (n % 6) end, n % 3 from generate_series(1, 30) n;
   create table team.payments (
