@@ -10,7 +10,8 @@ import { resolveRegistry } from '../lib/pagination/runtime.ts';
 
 /** The demo's collections file. */
 export const DEMO_FILE = fileURLToPath(new URL('./collections.yaml', import.meta.url));
-const DEMO_CATALOG = fileURLToPath(new URL('./catalog.json', import.meta.url));
+/** The snapshot of the demo schema's catalog it is resolved against without a database (`npm run demo:catalog`). */
+export const DEMO_CATALOG = fileURLToPath(new URL('./catalog.json', import.meta.url));
 /** How problems name the file. */
 const SOURCE = 'demo/collections.yaml';
 

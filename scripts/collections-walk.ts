@@ -82,7 +82,12 @@ function startsOf(collection: Collection): Start[] {
     if (variant === 'time') {
       const time = collection.fields.find((field) => field.column.name === collection.timeColumn)!;
       const after = time.kind === 'timestamptz' ? `${EARLIEST}Z` : EARLIEST;
-      starts.push({ variant: `time (after=${after})`, query: { after, 'page-size': max } });
+      // A row at that instant or before it (BC) lies before where the walk starts: compared with the rows after it.
+      starts.push({
+        variant: `time (after=${after})`,
+        query: { after, 'page-size': max },
+        where: `${quote(time.column.name)} > '${after}'`,
+      });
     }
   }
   return starts;

@@ -4,12 +4,10 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { SERVICE_SCHEMA } from '../db/service-schema.ts';
-import { catalogSnapshot } from '../demo/collections.ts';
+import { catalogSnapshot, DEMO_CATALOG } from '../demo/collections.ts';
 import { migrateDemo } from '../demo/migrate.ts';
 import { DEMO_SCHEMA } from '../demo/schema.ts';
 import { readCatalog } from '../lib/catalog/read.ts';
-
-export const DEMO_CATALOG = fileURLToPath(new URL('../demo/catalog.json', import.meta.url));
 
 /** The demo schema's catalog snapshot, as the file holds it, read from a database the demo's migrations ran on. */
 export async function demoCatalogText(url: string): Promise<string> {

@@ -5,10 +5,10 @@ import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 import t from 'tap';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
-import { DEMO_FILE, demoRegistry } from '../../demo/collections.ts';
+import { DEMO_CATALOG, DEMO_FILE, demoRegistry } from '../../demo/collections.ts';
 import { openApiDocument } from '../../lib/openapi/document.ts';
 import { loadRegistry } from '../../lib/pagination/runtime.ts';
-import { DEMO_CATALOG, demoCatalogText, withDemoDatabase } from '../../scripts/demo-catalog.ts';
+import { demoCatalogText, withDemoDatabase } from '../../scripts/demo-catalog.ts';
 import { serverUrl } from '../helpers/db.ts';
 
 t.test('demo/catalog.json is the catalog the demo migrations make, and the file resolves to one registry on both', async (t) => {
