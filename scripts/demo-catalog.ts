@@ -23,7 +23,10 @@ export async function demoCatalogText(url: string): Promise<string> {
 export async function withDemoDatabase<T>(serverUrl: string, use: (url: string) => Promise<T>): Promise<T> {
   const name = `demo_catalog_${process.pid}_${Date.now()}`;
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
+  await admin.unsafe(`create database ${name}`).catch(async (error: unknown) => {
+    await admin.end();
+    throw error;
+  });
   try {
     const url = new URL(serverUrl);
     url.pathname = `/${name}`;

@@ -32,7 +32,10 @@ export interface TestDatabase extends Database {
 export async function emptyDatabase(t: Teardown): Promise<{ name: string; url: string; sql: Sql }> {
   const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
+  await admin.unsafe(`create database ${name}`).catch(async (error: unknown) => {
+    await admin.end();
+    throw error;
+  });
   const url = urlFor(name);
   const sql = postgres(url, { max: 2, onnotice: () => {} });
   t.teardown(async () => {
@@ -47,7 +50,10 @@ export async function emptyDatabase(t: Teardown): Promise<{ name: string; url: s
 export async function testDatabase(t: Teardown, options: { max?: number; statementTimeoutMs?: number } = {}): Promise<TestDatabase> {
   const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
+  await admin.unsafe(`create database ${name}`).catch(async (error: unknown) => {
+    await admin.end();
+    throw error;
+  });
   const url = urlFor(name);
   await runMigrations(url);
   await migrateDemo(url);

@@ -9,8 +9,8 @@ import type { Test } from 'tap';
 
 const bin = (name: string) => fileURLToPath(new URL(`../../node_modules/.bin/${name}`, import.meta.url));
 
-/** Runs a linter to its end; its exit status is not the verdict, its report is. */
-function run(command: string, args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs a command (a linter, a script) to its end in `cwd`: its exit status and output; for a linter the report is the verdict. */
+export function run(command: string, args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' };
   return new Promise((resolve) => {
     execFile(command, args, { cwd, env, timeout: 120_000 }, (error, stdout, stderr) => {

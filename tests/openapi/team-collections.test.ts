@@ -3,7 +3,6 @@
 // clean, every item of every chunk of every collection and variant validates against its item schema, what items
 // never print is refused, every parameter is typed by its field and taken; `npm run client:types -- --from` types a
 // client that walks file collections to the end; /docs renders the collections in headless Chromium.
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +18,7 @@ import { ADMIN_TOKEN, pathOf } from '../helpers/app.ts';
 import { launchChromium } from '../helpers/browser.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';
-import { lintsClean } from '../helpers/linters.ts';
+import { lintsClean, run } from '../helpers/linters.ts';
 import { listening } from '../helpers/listening.ts';
 import { documentChecker } from '../helpers/openapi.ts';
 import { FILE, FIXTURE } from '../helpers/team-tables.ts';
@@ -37,14 +36,6 @@ const RELATIONS: Record<string, string> = {
   payments: 'team.payments',
   oddities: 'team.oddities',
 };
-
-function run(command: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(command, args, { cwd: root, timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 /** The first request of each variant's walk: time both ways, in the time field's own form. */
 function firstQueries(collection: Collection, variant: VariantName): string[] {
@@ -302,7 +293,7 @@ t.test('a collections file’s document, items, parameters, typed client and doc
     const folder = mkdtempSync(path.join(root, '.data', 'team-client-'));
     t.teardown(() => rmSync(folder, { recursive: true, force: true }));
     const types = path.join(folder, 'openapi.ts');
-    const generated = await run(process.execPath, ['scripts/client-types.ts', '--from', `${base}/openapi.json`, '--out', types]);
+    const generated = await run(process.execPath, ['scripts/client-types.ts', '--from', `${base}/openapi.json`, '--out', types], root);
     t.equal(generated.code, 0, 'client:types --from exits 0', generated);
     const program = path.join(folder, 'walk.ts');
     writeFileSync(
@@ -342,24 +333,28 @@ console.log(JSON.stringify({ tracks, shows, moods, wrong: typeof wrong }));
 `,
     );
     const tsc = path.join(root, 'node_modules', '.bin', 'tsc');
-    const checked = await run(tsc, [
-      '--noEmit',
-      '--strict',
-      '--target',
-      'es2022',
-      '--module',
-      'nodenext',
-      '--moduleResolution',
-      'nodenext',
-      '--allowImportingTsExtensions',
-      '--skipLibCheck',
-      '--types',
-      'node',
-      program,
-    ]);
+    const checked = await run(
+      tsc,
+      [
+        '--noEmit',
+        '--strict',
+        '--target',
+        'es2022',
+        '--module',
+        'nodenext',
+        '--moduleResolution',
+        'nodenext',
+        '--allowImportingTsExtensions',
+        '--skipLibCheck',
+        '--types',
+        'node',
+        program,
+      ],
+      root,
+    );
     t.equal(checked.code, 0, 'the program type-checks over the generated types', { stdout: checked.stdout });
 
-    const walked = await run(process.execPath, [program, base]);
+    const walked = await run(process.execPath, [program, base], root);
     t.equal(walked.code, 0, 'the program runs', { stderr: walked.stderr });
     const output = JSON.parse(walked.stdout);
     const tracks = await database.sql.unsafe(
