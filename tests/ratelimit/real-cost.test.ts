@@ -5,9 +5,11 @@ import { bigint, pgTable } from 'drizzle-orm/pg-core';
 import postgres from 'postgres';
 import t from 'tap';
 import { products } from '../../demo/schema.ts';
+import { createLogger } from '../../lib/http/logger.ts';
 import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { testApp } from '../helpers/app.ts';
 import { chargedUnits, limits, setTier } from '../helpers/limiter.ts';
+import { type LogLine, logLines } from '../helpers/logs.ts';
 
 // The trap: `category=books` and `category[in]=games` match nothing, but the planner, multiplying their
 // selectivities, expects matches enough to walk the name index for the first 21 and stop: it walks it to the
@@ -139,6 +141,38 @@ const slowCollections = createRegistry([
     cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 } },
   }),
 ]);
+
+t.test("a request that waited for its client's statement and found it spent what it had left is declined, charged nothing", async (t) => {
+  let log = '';
+  const logger = createLogger({ level: 'info', destination: { write: (text: string) => (log += text) } });
+  const raw = () => log;
+  const api = await testApp(t, { registry: slowCollections, rateLimit: true, logger });
+  await api.database.sql`create view slow as select id::int8 as id from generate_series(1, 10) as id, (select pg_sleep(3)) as slept`;
+  // 12 units, 4 in flight: the first read may run the floor's 50 ms, 25 units; it is cut short no sooner than
+  // half of it (its cancel sent early by the cancels' lag: lib/pagination/shapes.ts), so charged 12 at least.
+  await setTier(api.database.sql, 'anonymous', { allowance: 12, windowSeconds: 60, concurrency: 4 });
+  const first = api.request('/v1/slow?page-size=5');
+  await new Promise((resolve) => setTimeout(resolve, 15));
+  // Admitted by the limiter (10 left), it waits: what the first may still be charged leaves it less than a floor.
+  const second = api.request('/v1/slow?page-size=5');
+  const [cut, declined] = await Promise.all([first, second]);
+  t.equal(cut.status, 429);
+  t.equal((await cut.json()).code, 'Query_limit_exceeded', 'the first cut short at its budget');
+  t.equal(declined.status, 429);
+  const problem = await declined.json();
+  t.equal(problem.code, 'Request_limit_exceeded', 'the second declined once the first was charged');
+  t.match(problem.detail, /spent by this client's requests in flight/);
+  t.equal(limits(declined).remaining, 0, 'nothing left, and the headers say so');
+  t.ok(Number(declined.headers.get('retry-after')) >= 1, 'with Retry-After');
+  // Only the first's time is charged: the second's unit is given back.
+  const lines = logLines(raw()).filter((line) => line.path === '/v1/slow') as (LogLine & { charged: number; pgMs?: number })[];
+  t.equal(lines.length, 2);
+  const [spent, waited] = lines[0]!.pgMs === undefined ? [lines[1]!, lines[0]!] : [lines[0]!, lines[1]!];
+  t.equal(waited.charged, 0, 'the second charged nothing');
+  t.equal(waited.pgMs, undefined, 'and ran no statement');
+  t.ok(spent.charged >= 12, `the first charged its time: ${spent.charged} units for ${spent.pgMs} ms`);
+  t.equal(await chargedUnits(api.database.sql), spent.charged, 'the database holds the first charge alone');
+});
 
 t.test('where the watch connection stopped answering, a cancel request cuts the statement short all the same', async (t) => {
   const api = await testApp(t, { registry: slowCollections, rateLimit: true });
