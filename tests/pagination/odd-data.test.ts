@@ -2,7 +2,6 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import postgres from 'postgres';
 import t, { type Test } from 'tap';
 import { openDatabase } from '../../db/client.ts';
 import { startEmbedded } from '../../db/embedded.ts';
@@ -11,32 +10,15 @@ import { demoRegistry } from '../../demo/collections.ts';
 import { migrateDemo } from '../../demo/migrate.ts';
 import { buildApp } from '../../lib/service/app.ts';
 import { parseConfig } from '../../lib/service/config.ts';
-import { serverUrl } from '../helpers/db.ts';
+import { scratchDatabase, serverUrl, withSession } from '../helpers/db.ts';
+import { followNext } from '../helpers/walk.ts';
 
 /** A new database on `server` with all migrations applied, dropped at teardown. */
 async function newDatabase(t: Test, server: string): Promise<string> {
-  const name = `odd_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  const admin = postgres(server, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  t.teardown(async () => {
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  await runMigrations(url.toString());
-  await migrateDemo(url.toString());
-  return url.toString();
-}
-
-/** Runs `fn` with one plain connection (no drizzle), as an operator's SQL would come. */
-async function withSql<T>(url: string, fn: (sql: postgres.Sql) => Promise<T>, timeZone?: string): Promise<T> {
-  const sql = postgres(url, { max: 1, onnotice: () => {}, ...(timeZone ? { connection: { TimeZone: timeZone } } : {}) });
-  try {
-    return await fn(sql);
-  } finally {
-    await sql.end();
-  }
+  const { url } = await scratchDatabase(t, server);
+  await runMigrations(url);
+  await migrateDemo(url);
+  return url;
 }
 
 const columns = [
@@ -88,7 +70,8 @@ const edges: [string, string][] = [
 ];
 
 async function insertEdges(url: string): Promise<void> {
-  await withSql(
+  // As an operator's SQL would come: one plain connection, in its own time zone.
+  await withSession(
     url,
     async (sql) => {
       for (const [at, [literal]] of edges.entries()) {
@@ -100,27 +83,19 @@ async function insertEdges(url: string): Promise<void> {
         await sql.unsafe(`insert into demo.events (type, source, occurred_at) values ('login', 'web', '${literal}')`);
       }
     },
-    'Asia/Kathmandu',
+    { connection: { TimeZone: 'Asia/Kathmandu' } },
   );
 }
 
 type Item = { id: number; name?: string; createdAt?: string; occurredAt?: string };
 
-/** Follows next from `first` to the end; every chunk must be a 200. */
-async function walk(t: Test, app: ReturnType<typeof buildApp>, first: string, collection: string): Promise<Item[]> {
-  const items: Item[] = [];
-  let url: string | undefined = `http://test.local${first}`;
-  for (let chunk = 0; url && chunk < 100; chunk++) {
-    const res: Response = await app.request(url);
-    const body = (await res.json()) as Record<string, any>;
-    if (res.status !== 200) {
-      t.fail(`${url}: ${res.status} ${JSON.stringify(body)}`);
-      return items;
-    }
-    items.push(...(body[collection] as Item[]));
-    url = body._links.next?.href;
-  }
-  return items;
+/** The items of a walk along next from `first`. */
+async function walk(app: ReturnType<typeof buildApp>, first: string, collection: string): Promise<Item[]> {
+  const chunks = await followNext(first, async (path) => {
+    const res = await app.request(`http://test.local${path}`);
+    return { status: res.status, body: await res.json() };
+  });
+  return chunks.flatMap((chunk) => chunk[collection] as Item[]);
 }
 
 // The expected order of the edge rows (ids 1 … n in insertion order): prints compare as text, years being four digits.
@@ -133,7 +108,7 @@ const mixed = [...rows].sort((a, b) => cmp(b.print, a.print) || cmp(a.name, b.na
 const pairs = (list: Row[]) => list.map((row) => [row.id, row.print]);
 
 async function checkWalks(t: Test, url: string, timeZone: string): Promise<void> {
-  await withSql(url, (sql) => sql.unsafe(`alter database ${new URL(url).pathname.slice(1)} set timezone = '${timeZone}'`));
+  await withSession(url, (sql) => sql.unsafe(`alter database ${new URL(url).pathname.slice(1)} set timezone = '${timeZone}'`));
   const database = openDatabase(url, { max: 2 }); // new sessions: they take the database's TimeZone
   t.teardown(() => database.close());
   const [{ zone }] = (await database.sql`select current_setting('TimeZone') as zone`) as unknown as [{ zone: string }];
@@ -151,7 +126,7 @@ async function checkWalks(t: Test, url: string, timeZone: string): Promise<void>
     ['products', '/v1/products?limit=3&sort=createdAt&count=none', ascending],
   ];
   for (const [collection, first, expected] of walks) {
-    t.same(as(await walk(t, app, first, collection)), pairs(expected), `${timeZone}: ${first} prints and visits every row once, in order`);
+    t.same(as(await walk(app, first, collection)), pairs(expected), `${timeZone}: ${first} prints and visits every row once, in order`);
   }
   // From the last chunk of the newest-first walk, prev and its next links lead back up to the newest.
   const oldest = await app.request(`http://test.local/v1/events?page-size=3&before=${encodeURIComponent('0001-01-01T00:00:00.000001Z')}`);
@@ -159,12 +134,12 @@ async function checkWalks(t: Test, url: string, timeZone: string): Promise<void>
   t.same(as(oldestBody.events), pairs(descending.filter((row) => row.print < '0001-01-01T00:00:00.000001Z')));
   // prev moves to items strictly newer than the chunk's first (newest) item: the rest, oldest first.
   const newestOfChunk = ascending.findIndex((row) => row.id === oldestBody.events[0]!.id);
-  const up = await walk(t, app, oldestBody._links.prev.href.replace('http://test.local', ''), 'events');
+  const up = await walk(app, oldestBody._links.prev.href.replace('http://test.local', ''), 'events');
   t.same(as(up), pairs(ascending.slice(newestOfChunk + 1)), `${timeZone}: prev from the oldest walks up`);
 }
 
 async function checkRefused(t: Test, url: string): Promise<void> {
-  await withSql(url, async (sql) => {
+  await withSession(url, async (sql) => {
     for (const { table, column, insert } of columns) {
       for (const value of refused) {
         const error = await sql.unsafe(insert(value)).then(
@@ -205,7 +180,7 @@ t.test('embedded PostgreSQL 18: the same', async (t) => {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   });
-  const version = await withSql(server.url, (sql) => sql`select current_setting('server_version_num')::int as v`);
+  const version = await withSession(server.url, (sql) => sql`select current_setting('server_version_num')::int as v`);
   t.ok(version[0]!.v >= 180000, `the embedded server is PostgreSQL 18 (${version[0]!.v})`);
   const url = await newDatabase(t, server.url);
   await insertEdges(url);
