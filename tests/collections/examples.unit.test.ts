@@ -1,5 +1,5 @@
 // The example collections files in docs/examples parse against the file's schema (no database: the walkthrough,
-// docs/walkthrough.md, serves them on the sample database they name).
+// docs/how-to/pagila.md, serves them on the sample database they name).
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { parseCollectionsFile } from '../../lib/collections/parse.ts';
@@ -31,7 +31,7 @@ t.test('docs/examples/pagila.yaml: the hand-tuned Pagila file', async (t) => {
   );
 });
 
-t.test('docs/walkthrough.md shows the file in full, as it is in docs/examples', async (t) => {
-  const walkthrough = read('docs/walkthrough.md');
+t.test('docs/how-to/pagila.md shows the file in full, as it is in docs/examples', async (t) => {
+  const walkthrough = read('docs/how-to/pagila.md');
   t.ok(walkthrough.includes(`\`\`\`yaml\n${read('docs/examples/pagila.yaml')}\`\`\``), 'the same text, in a yaml block');
 });

@@ -61,8 +61,8 @@ t.test('editors and the service agree on what a file is', async (t) => {
   }
 });
 
-t.test('docs/collections.md describes every setting', async (t) => {
-  const docs = read('docs/collections.md');
+t.test('docs/reference/collections-file.md describes every setting', async (t) => {
+  const docs = read('docs/reference/collections-file.md');
   const schema = collectionsJsonSchema() as any;
   const entry = schema.properties.collections.items;
   const settings = [

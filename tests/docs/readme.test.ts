@@ -167,7 +167,7 @@ function linksOf(markdown: string): { line: number; target: string }[] {
 }
 
 t.test('every relative link of README.md and docs/*.md leads to a file, and to a heading when it names one', async (t) => {
-  const docs = readdirSync(path.join(root, 'docs'))
+  const docs = readdirSync(path.join(root, 'docs'), { recursive: true, encoding: 'utf8' })
     .filter((name) => name.endsWith('.md'))
     .map((name) => path.join('docs', name));
   t.ok(docs.length >= 4, `docs/ holds ${docs.length} pages`);

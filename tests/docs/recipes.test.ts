@@ -1,4 +1,4 @@
-// docs/recipes.md stays true: each block marked `recipe` runs as written (but for the port) against a fresh
+// docs/how-to/walk-a-collection.md stays true: each block marked `recipe` runs as written (but for the port) against a fresh
 // service whose anonymous allowance is tiny, so each meets 429s and must wait them out, and prints how many
 // products it walked: exactly those of the query, each once.
 import { execFile } from 'node:child_process';
@@ -12,7 +12,7 @@ import { listening } from '../helpers/listening.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const markdown = readFileSync(path.join(root, 'docs', 'recipes.md'), 'utf8');
+const markdown = readFileSync(path.join(root, 'docs', 'how-to', 'walk-a-collection.md'), 'utf8');
 /** The header of the request the test holds in flight while a recipe starts. */
 const HELD = 'x-test-held';
 
@@ -51,7 +51,7 @@ function run(command: string, args: string[], cwd: string): Promise<{ code: numb
   });
 }
 
-t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 429s', async (t) => {
+t.test('every recipe of docs/how-to/walk-a-collection.md walks the whole query once, waiting out 429s', async (t) => {
   const recipes = recipesOf(markdown);
   t.same(
     recipes.map((recipe) => recipe.language),
@@ -120,7 +120,7 @@ t.test('every recipe of docs/recipes.md walks the whole query once, waiting out 
   t.teardown(() => rmSync(folder, { recursive: true, force: true }));
   for (const [at, recipe] of recipes.entries()) {
     const code = recipe.code.replaceAll('http://localhost:3000', base);
-    const where = `docs/recipes.md:${recipe.line}`;
+    const where = `docs/how-to/walk-a-collection.md:${recipe.line}`;
     const cwd = mkdtempSync(path.join(folder, `${at}-`));
     const file = path.join(cwd, recipe.language === 'sh' ? 'recipe.sh' : 'recipe.ts');
     writeFileSync(file, code);
