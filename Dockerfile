@@ -1,4 +1,4 @@
-# The service's image (docs/operations.md, "A container"). Debian, so glibc: the embedded PostgreSQL's
+# The service's image (docs/how-to/container.md). Debian, so glibc: the embedded PostgreSQL's
 # binaries need it. Its one build step is deploy/install.sh, which CI runs on a fresh checkout
 # (tests/deploy/image.test.ts), so what is built here is what the tests start.
 FROM node:24-bookworm-slim
@@ -11,7 +11,7 @@ WORKDIR /app
 USER node
 ENV NODE_ENV=production PORT=3000 SHUTDOWN_DRAIN_MS=5000
 EXPOSE 3000
-# /healthz answers while the process serves, without touching the database (docs/operations.md, "Health checks").
+# /healthz answers while the process serves, without touching the database (docs/reference/api.md, "Health checks").
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# One process, which gets the runtime's SIGTERM itself: no npm, no shell in between (docs/operations.md, "Running under a supervisor").
+# One process, which gets the runtime's SIGTERM itself: no npm, no shell in between (docs/how-to/load-balancer.md, "Running under a supervisor").
 CMD ["node", "server.ts"]

@@ -324,7 +324,7 @@ function report(
 
 const STORMS_CAPTION = wrap(
   [
-    `Storms (docs/rate-limit.md, "The storm it stops"): three free keys send the storm request from 8 connections each for ${STORM_SECONDS} s,`,
+    `Storms (docs/explanation/budgets.md, "The storms it stops"): three free keys send the storm request from 8 connections each for ${STORM_SECONDS} s,`,
     'ignoring 429s, while a fourth key reads cursor chunks one at a time (alone first, for',
     `${STORM_CALM_SECONDS} s); each on a server of its own. pg ms/unit: the most of the three keys' PostgreSQL time a minute`,
     "(the request log's pgShareMs: a statement shared by n requests counts a nth to each) per unit of its allowance;",

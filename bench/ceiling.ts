@@ -1,6 +1,6 @@
 // `npm run bench -- --ceiling`: decisions per second of one PostgreSQL, and its CPU per decision, against
 // the number of subjects, with and without the concurrency cap, in batches as the limiter sends them
-// (docs/scaling.md). Nothing but the database runs: the statements are lib/ratelimit/limiter.ts's own.
+// (docs/explanation/scaling.md). Nothing but the database runs: the statements are lib/ratelimit/limiter.ts's own.
 import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -2,7 +2,7 @@
 // (tests/helpers/cluster.ts), the data on a fourth: `node bench/limiter-shards.ts [seconds] [connections]`.
 // Every request is GET /v1 (the index: a decision and a release, no data query) with one of 1,000 keys in
 // turn, on a tier that never declines. What this measures on a machine whose cores every cluster, the
-// server and the load generator share: docs/operations.md, "Several limiter databases".
+// server and the load generator share: docs/how-to/limiter-databases.md, "Several limiter databases".
 import { createHash } from 'node:crypto';
 import autocannon from 'autocannon';
 import postgres from 'postgres';

@@ -1,4 +1,4 @@
-// The bench's Fastify peer (docs/benchmarks.md, "The Fastify peer"): what a team would build by hand instead
+// The bench's Fastify peer (docs/reference/bench.md, "The Fastify peer"): what a team would build by hand instead
 // of the service to answer its rate-limited chunk `GET /v1/products?page-size=20&sort=priceCents`, on the
 // usual stack for it: Fastify 5, @fastify/rate-limit with its counters in Redis (ioredis, as the plugin
 // documents), @fastify/cors, one prepared keyset select through postgres.js, a response schema (serialised

@@ -13,7 +13,7 @@ export interface ProductRow {
 /**
  * PostgreSQL's timestamptz text in UTC (`2025-06-08 06:53:58.54737+00`, trailing zeros of the fraction
  * dropped) as RFC 3339 with six fractional digits, as the service prints it. Exact for years 1 to 9999,
- * which the tables' check constraints guarantee (docs/operations.md, "Timestamps in the tables").
+ * which the tables' check constraints guarantee (docs/reference/database.md, "Timestamps in the tables").
  */
 function rfc3339(text: string): string {
   const seconds = `${text.slice(0, 10)}T${text.slice(11, 19)}`;
@@ -28,7 +28,7 @@ export function productItem(row: ProductRow) {
 
 /**
  * The service's cursor for the position after (priceCents, id): the same payload (an int8 id as its text,
- * docs/api.md, "Values"), encoding and HMAC, under `secret`.
+ * docs/reference/api.md, "Values"), encoding and HMAC, under `secret`.
  */
 export function nextCursor(secret: string, priceCents: number, id: number, from: number | undefined): string {
   const filters = from === undefined ? [] : [['priceCents[gte]', String(from)]];

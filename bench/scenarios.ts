@@ -31,7 +31,7 @@ function pathOf(href: string): string {
 // The operator token of the service processes the bench starts; they live only as long as the bench.
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
 
-/** Sets a tier through the operator API (docs/api.md, "Operator API"), as an operator would at run time. */
+/** Sets a tier through the operator API (docs/reference/api.md, "Operator API"), as an operator would at run time. */
 async function putTier(origin: string, tier: string, body: { limit: number; windowSeconds: number; concurrency: number }) {
   const response = await fetch(`${origin}/admin/tiers/${tier}`, {
     method: 'PUT',
@@ -65,7 +65,7 @@ export const servers: ServerVariant[] = [
     setup: (origin) => putTier(origin, 'anonymous', { limit: 1_000_000_000, windowSeconds: 60, concurrency: 1_000 }),
   },
   { name: 'service, LOG_LEVEL=silent, no metrics', entry: 'server.ts', env: { LOG_LEVEL: 'silent' }, readyPath: '/readyz' },
-  // What a team would build by hand instead of the service (docs/benchmarks.md, "The Fastify peer"): Fastify,
+  // What a team would build by hand instead of the service (docs/reference/bench.md, "The Fastify peer"): Fastify,
   // @fastify/rate-limit counting in Redis, CORS, a response schema, a request log line at info, as deployed.
   { name: 'Fastify peer', entry: 'bench/peer-fastify.ts', readyPath: '/readyz', redis: true },
 ];
@@ -97,7 +97,7 @@ async function raiseAnonymous({ sql }: ScenarioContext): Promise<undefined> {
 }
 
 // The same service on other terms: as behind a transaction pooler (`prepare=false` in DATABASE_URL: no named
-// statements, no pipelining; docs/operations.md, "Behind PgBouncer"), yet against PostgreSQL directly, so the
+// statements, no pipelining; docs/how-to/pgbouncer.md), yet against PostgreSQL directly, so the
 // row measures what the pooled mode costs the service itself; and on Deno and Bun.
 const service = servers.find((server) => server.name === 'service')!;
 servers.push(
@@ -156,7 +156,7 @@ export const scenarios: Scenario[] = [
   })),
   {
     // A client polling the time variant's poll link of the newest events with the ETag it has: a 304, whose
-    // units the limiter gives back in the lease release (docs/rate-limit.md, "Conditional requests").
+    // units the limiter gives back in the lease release (docs/reference/costs.md, "Conditional requests").
     name: 'poll link, 304',
     server: 'service',
     expectStatus: 304,
@@ -171,7 +171,7 @@ export const scenarios: Scenario[] = [
     },
   },
   // A key over its allowance, sending the default request: every answer a 429, what a storm's declined
-  // requests cost the service (docs/rate-limit.md, "The storm it stops, for counts").
+  // requests cost the service (docs/explanation/counts.md, "The count storm").
   { name: 'declined: a key over its allowance, 429', server: 'service', expectStatus: 429, setup: keyOverItsAllowance },
   // The service's rate-limited chunk (limiter and concurrency cap on) beside the floor answering the same
   // request with the least work this stack allows: one prepared counter upsert, one prepared keyset select.
@@ -298,7 +298,7 @@ export const comparisons: Comparison[] = [
     to: 'sort=priceCents, 32 clients: service, LOG_LEVEL=silent, no metrics',
   },
   // Compression's cost, held to a bound: a compressed 100-item chunk keeps most of the uncompressed one's
-  // throughput (docs/benchmarks.md, "Conditional requests and compression").
+  // throughput (docs/benchmarks.md, "Compression").
   ...(['br', 'gzip'] as const).flatMap((encoding) =>
     ['', ', another chunk each'].map((each) => ({
       label: `100 items${each}, ${encoding} / as they are`,

@@ -1,6 +1,6 @@
 // `npm run bench -- --sizes 50000,10000000`: the default chunk and its neighbours on tables of several sizes,
 // each in its own database, so that what grows with the table shows beside what does not (docs/benchmarks.md,
-// "Sizes").
+// "Table sizes").
 import type { ServerVariant } from './processes.ts';
 import type { Comparison, Scenario } from './scenario-types.ts';
 

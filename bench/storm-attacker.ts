@@ -21,7 +21,7 @@ const runs = keys.map((key) => {
   const counts = new Promise<Record<number, number>>((resolve, reject) => {
     // VARY names a filter parameter each request gives a new value that selects every row (`VARY=priceCents[gte]`:
     // a random negative number), so that no two requests are one read the service could share
-    // (docs/operations.md, "Identical reads share a statement"): the storm's worst case, each request its own statement.
+    // (docs/explanation/queries.md, "Identical reads share a statement"): the storm's worst case, each request its own statement.
     const vary = process.env.VARY;
     const requests: autocannon.Request[] | undefined = vary
       ? [{ setupRequest: (request) => ({ ...request, path: `${path}&${vary}=-${1 + Math.floor(Math.random() * 1e9)}` }) }]

@@ -1,5 +1,5 @@
 // `node bench/storm-cost.ts <database url> [service dir] [seconds] [--query PATH] [--follow PATH] [--calm S] [--vary PARAM]`:
-// a storm against a real server (docs/rate-limit.md, "The storm it stops"; bench/storm.ts). Three free keys send
+// a storm against a real server (docs/explanation/budgets.md, "The storms it stops"; bench/storm.ts). Three free keys send
 // `--query` (default issue 11's deep offset, `sort=-priceCents,name&offset=999000&count=none`) from 8
 // connections each, ignoring 429s, with `--vary PARAM` each request its own statement; a fourth key, on a tier
 // that never declines, sends one cheap chunk every 50 ms, or with `--follow PATH` reads PATH's chunks one at a

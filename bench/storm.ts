@@ -1,4 +1,4 @@
-// A storm against a real server (docs/rate-limit.md, "The storm it stops"): three free keys send one request
+// A storm against a real server (docs/explanation/budgets.md, "The storms it stops"): three free keys send one request
 // from 8 connections each without pause, ignoring 429s, from a process of their own (bench/storm-attacker.ts),
 // while a fourth key, on a tier that never declines, reads chunks one at a time. Run by `npm run bench` (its
 // storm rows) and by bench/storm-cost.ts.
@@ -283,7 +283,7 @@ export interface StormRow {
   targets?: boolean;
 }
 
-/** The trap (docs/rate-limit.md, "Statement budgets"): priced 1 unit, it walks the whole `name` index. */
+/** The trap (docs/explanation/budgets.md, "Statement budgets"): priced 1 unit, it walks the whole `name` index. */
 const TRAP = '/v1/products?sort=name&category=books&category[in]=games&count=none';
 const CURSOR_CHUNKS = '/v1/products?page-size=20&sort=id';
 

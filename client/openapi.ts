@@ -57,7 +57,7 @@ export interface paths {
         };
         /**
          * A chunk of products
-         * @description Pagination variants: offset, page, cursor (default offset); the parameters of a request pick one (docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
+         * @description Pagination variants: offset, page, cursor (default offset); the parameters of a request pick one (docs/reference/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
          */
         get: operations["list_products"];
         put?: never;
@@ -66,7 +66,7 @@ export interface paths {
         options?: never;
         /**
          * A chunk of products (headers only)
-         * @description The answer to GET /v1/products without its body: the same status and headers, and is charged what the GET would be. Pagination variants: offset, page, cursor (default offset); the parameters of a request pick one (docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
+         * @description The answer to GET /v1/products without its body: the same status and headers, and is charged what the GET would be. Pagination variants: offset, page, cursor (default offset); the parameters of a request pick one (docs/reference/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
          */
         head: operations["list_products_head"];
         patch?: never;
@@ -81,7 +81,7 @@ export interface paths {
         };
         /**
          * A chunk of orders
-         * @description Pagination variants: cursor (default cursor); the parameters of a request pick one (docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
+         * @description Pagination variants: cursor (default cursor); the parameters of a request pick one (docs/reference/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
          */
         get: operations["list_orders"];
         put?: never;
@@ -90,7 +90,7 @@ export interface paths {
         options?: never;
         /**
          * A chunk of orders (headers only)
-         * @description The answer to GET /v1/orders without its body: the same status and headers, and is charged what the GET would be. Pagination variants: cursor (default cursor); the parameters of a request pick one (docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
+         * @description The answer to GET /v1/orders without its body: the same status and headers, and is charged what the GET would be. Pagination variants: cursor (default cursor); the parameters of a request pick one (docs/reference/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
          */
         head: operations["list_orders_head"];
         patch?: never;
@@ -105,7 +105,7 @@ export interface paths {
         };
         /**
          * A chunk of events
-         * @description Pagination variants: time, cursor (default time); the parameters of a request pick one (docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
+         * @description Pagination variants: time, cursor (default time); the parameters of a request pick one (docs/reference/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
          */
         get: operations["list_events"];
         put?: never;
@@ -114,7 +114,7 @@ export interface paths {
         options?: never;
         /**
          * A chunk of events (headers only)
-         * @description The answer to GET /v1/events without its body: the same status and headers, and is charged what the GET would be. Pagination variants: time, cursor (default time); the parameters of a request pick one (docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
+         * @description The answer to GET /v1/events without its body: the same status and headers, and is charged what the GET would be. Pagination variants: time, cursor (default time); the parameters of a request pick one (docs/reference/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. Page size 20 by default, at most 100. Follow `_links.next` (or the Link header) to the end.
          */
         head: operations["list_events_head"];
         patch?: never;
@@ -265,7 +265,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics (only when ADMIN_TOKEN is set; not rate-limited)
-         * @description Requests by route and status and their durations, rate-limit decisions and their durations, and the database pools, in Prometheus’ text format (docs/operations.md, "Metrics").
+         * @description Requests by route and status and their durations, rate-limit decisions and their durations, and the database pools, in Prometheus’ text format (docs/reference/metrics.md).
          */
         get: operations["metrics"];
         put?: never;
@@ -274,7 +274,7 @@ export interface paths {
         options?: never;
         /**
          * Prometheus metrics (only when ADMIN_TOKEN is set; not rate-limited) (headers only)
-         * @description The answer to GET /metrics without its body: the same status and headers. Requests by route and status and their durations, rate-limit decisions and their durations, and the database pools, in Prometheus’ text format (docs/operations.md, "Metrics").
+         * @description The answer to GET /metrics without its body: the same status and headers. Requests by route and status and their durations, rate-limit decisions and their durations, and the database pools, in Prometheus’ text format (docs/reference/metrics.md).
          */
         head: operations["metrics_head"];
         patch?: never;

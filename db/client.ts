@@ -36,7 +36,7 @@ export interface OwnConnection {
 
 /**
  * A database the rate limiter decides on: its tables `rate_windows`, `rate_tiers` and `api_keys` and its
- * functions (docs/operations.md, "Limiter databases").
+ * functions (docs/how-to/limiter-databases.md).
  */
 export interface LimiterDatabase {
   /** `host:port/dbname` (db/identity.ts): which subjects are this database's (lib/ratelimit/shards.ts). */
@@ -49,7 +49,7 @@ export interface LimiterDatabase {
 }
 
 /**
- * A request's budget of PostgreSQL time, kept by the rate limiter (docs/rate-limit.md, "Statement budgets"):
+ * A request's budget of PostgreSQL time, kept by the rate limiter (docs/explanation/budgets.md, "Statement budgets"):
  * how long its next statement may run, and what its statements used by the server's clock.
  */
 export interface StatementBudget {
@@ -160,7 +160,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     // queues queries meanwhile: a database that is back would stay unused for that long. Retry
     // within a tenth of a second, so a database that is away is a quick 503 and one that is back is
     // used: the first 200 must come within 1 s of the database accepting connections again, and on a
-    // loaded machine a quarter of a second of waiting left too little of it (docs/operations.md, "When
+    // loaded machine a quarter of a second of waiting left too little of it (docs/explanation/faults.md, "When
     // the database is away").
     backoff: (retries: number) => Math.min(0.05 * retries, 0.1),
     idle_timeout: 30,

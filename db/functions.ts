@@ -1,5 +1,5 @@
 // The SQL functions step: each file of db/functions holds one function's current definition, applied after
-// the versioned migrations whenever its content changed (docs/operations.md, "Migrations").
+// the versioned migrations whenever its content changed (docs/reference/database.md, "Migrations").
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -62,7 +62,7 @@ function journalEntries(folder: string): { when: number; tag: string }[] {
 
 /**
  * A database an earlier release migrated (drizzle's journal in schema drizzle, none in the service's schema)
- * becomes one of this layout in place (docs/operations.md, "Upgrading"): the earlier release's migrations are
+ * becomes one of this layout in place (docs/how-to/upgrading.md): the earlier release's migrations are
  * caught up on, then, in one transaction, its tables (settings with the cursor secret and the limiter's
  * identity, rate_tiers, api_keys, rate_windows) are moved into the service's schema with their rows, indexes,
  * constraints and table settings; its functions are dropped from public (the functions step makes them again
@@ -123,7 +123,7 @@ export async function earlierCursorSecret(url: string): Promise<string | undefin
     const [row] = await sql<{ value: string }[]>`select value from public.settings where name = 'cursor_secret'`;
     return row?.value;
   } catch (error) {
-    // No SELECT on it: a new secret, as CURSOR_SECRET's documentation says (docs/operations.md, "Upgrading").
+    // No SELECT on it: a new secret, as CURSOR_SECRET's documentation says (docs/how-to/upgrading.md).
     // Anything else (the database away, a timeout) fails the start: a new secret, once kept, would be for good.
     if ((error as { code?: unknown }).code === '42501') return undefined;
     throw error;
@@ -135,7 +135,7 @@ export async function earlierCursorSecret(url: string): Promise<string | undefin
 /**
  * Whether the database holds a migration this release does not know: an instance of the previous release
  * starting during a rolling deploy. It leaves the functions as the newer release made them, rather than put
- * its own definitions back (docs/operations.md, "Migrations").
+ * its own definitions back (docs/reference/database.md, "Migrations").
  */
 async function migratedByNewerRelease(sql: Sql): Promise<boolean> {
   const ours = Math.max(...journalEntries(migrationsFolder).map((entry) => entry.when));

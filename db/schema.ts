@@ -21,7 +21,7 @@ export const settings = service.table('settings', {
   value: text('value').notNull(),
 });
 
-// ---- Rate limit (docs/rate-limit.md, "The algorithm", "Tiers" and "In PostgreSQL"). The decision itself
+// ---- Rate limit (docs/explanation/rate-limit.md, "The algorithm and its guarantee" and "How it runs in PostgreSQL"; docs/reference/limits.md, "Tiers"). The decision itself
 // is the plpgsql function rate_decide (db/functions/rate_decide.sql; the default tiers are inserted by the
 // custom migration db/migrations/0001_service_settings.sql); these tables are what it reads and writes.
 

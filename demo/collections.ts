@@ -25,7 +25,7 @@ export function catalogSnapshot(model: CatalogModel): CatalogModel {
   };
 }
 
-/** The demo's collections (docs/api.md, "Collections"): its file resolved against the catalog snapshot. */
+/** The demo's collections (docs/reference/api.md, "Collections"): its file resolved against the catalog snapshot. */
 export function demoRegistry(): Registry {
   const catalog = JSON.parse(readFileSync(DEMO_CATALOG, 'utf8')) as CatalogModel;
   return resolveRegistry(readFileSync(DEMO_FILE, 'utf8'), SOURCE, catalog);

@@ -1,5 +1,5 @@
 // `npm run collections -- walk`: each collection of a resolved file walked to the end through a running service, in
-// every variant it offers, its items' keys compared with a SELECT of the relation (docs/collections.md, "Tools").
+// every variant it offers, its items' keys compared with a SELECT of the relation (docs/reference/collections-file.md, "Tools").
 import type { Sql } from 'postgres';
 import { createClient, type FetchFunction } from '../client/index.ts';
 import { qualifiedName } from '../lib/catalog/model.ts';
@@ -38,7 +38,7 @@ const parseExact = (text: string): unknown =>
 
 /** Most keys a line names of each kind: the rest are counted. */
 const SHOWN = 5;
-/** The earliest instant `after` takes (docs/api.md, "Timestamps"): a walk from the oldest starts there. */
+/** The earliest instant `after` takes (docs/reference/api.md, "Timestamps"): a walk from the oldest starts there. */
 const EARLIEST = '0001-01-01T00:00:00';
 
 /**
@@ -75,7 +75,7 @@ function startsOf(collection: Collection): Start[] {
     if (variant === 'cursor' && collection.defaultVariant !== 'time') starts.push({ variant, query: { 'page-size': max } });
     if (variant === 'cursor' && collection.defaultVariant === 'time') {
       // page-size alone starts the time variant where it is the default: since_id starts a cursor walk then
-      // (docs/api.md, "Choosing the variant"), from 0, over the key of one integer column the file check requires.
+      // (docs/reference/api.md, "Choosing the variant"), from 0, over the key of one integer column the file check requires.
       const key = quote(collection.key.columns[0]!);
       starts.push({ variant: 'cursor (since_id=0)', query: { since_id: '0', 'page-size': max }, where: `${key} > 0` });
     }

@@ -1,4 +1,4 @@
-// `npm run --silent collections -- <command>`: the operator's tools for the collections file (docs/collections.md, "Tools").
+// `npm run --silent collections -- <command>`: the operator's tools for the collections file (docs/reference/collections-file.md, "Tools").
 //   init [--schema NAME]...  prints a starting file for DATABASE_URL's database (schema public unless named)
 //   check [FILE]             checks FILE (default: COLLECTIONS) against DATABASE_URL's database and reports,
 //                            for each sort and filter, the index that serves it or what it costs without one

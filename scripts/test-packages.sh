@@ -2,7 +2,7 @@
 # The Debian packages `npm test` drives, installed when missing (as root), so that every test runs on a fresh
 # machine: chromium for the browser checks (tests/http/browser-cors.test.ts, tests/openapi/docs-browser.test.ts,
 # tests/client/browser.test.ts), curl for the pasted links (tests/http/paste-links.test.ts), httpie for its
-# recipe (docs/recipes.md), pgbouncer for tests/db/pgbouncer.test.ts (the read-replica test uses PostgreSQL's
+# recipe (docs/how-to/walk-a-collection.md), pgbouncer for tests/db/pgbouncer.test.ts (the read-replica test uses PostgreSQL's
 # own pg_basebackup), haproxy for tests/deploy/haproxy-rolling-restart.test.ts and tests/deploy/compose.test.ts,
 # util-linux's script(1) for a terminal in tests/http/request-log.test.ts, redis-server for the bench's Fastify
 # peer (tests/bench/peer-fastify.test.ts). Deno and Bun come from npm.

@@ -4,12 +4,12 @@
 --
 -- Decision i is for the key whose SHA-256 (in hex) is p_key_hashes[i] (its subject is `key:<id>`, its tier the
 -- key's), or, when that is NULL or names no live key, for p_ip_subjects[i] on tier p_ip_tiers[i]; an
--- unknown or revoked key is a 401 counted against the IP (docs/api.md). It costs p_costs[i] units and takes a
+-- unknown or revoked key is a 401 counted against the IP (docs/reference/api.md). It costs p_costs[i] units and takes a
 -- lease of p_lease_ttl seconds (0: no concurrency cap). A cost above the tier's whole allowance could never be
 -- paid within a window: such a request is refused as such (outcome `cost`, nothing charged, no lease), except
 -- that an invalid key's is capped at the allowance and charged to its address.
 -- p_clock_offsets[i] moves the database clock for tests only; the service always passes 0. Release j may
--- give back p_release_refunds[j] units (a 304's, docs/rate-limit.md, "Conditional requests are free") to the
+-- give back p_release_refunds[j] units (a 304's, docs/reference/costs.md, "Conditional requests") to the
 -- bucket that expires at p_release_refund_expiries[j]: the `reset` of its decision, which returns `charged`;
 -- a negative refund is a debt, kept over later windows of p_release_windows[j] seconds, at most
 -- p_release_allowances[j] units a window (rate_refund). Each row returns the tier's `concurrency`, by which
@@ -30,7 +30,7 @@
 -- are; both paths make the same decisions (tests/ratelimit/one-subject.test.ts). A subject's leases in flight
 -- are counted once per batch (tests/ratelimit/lease-count.test.ts), and the slots at the end of its arrays
 -- whose lease was released, or expired a minute ago, are dropped when its row is written
--- (tests/ratelimit/row-storage.test.ts; docs/rate-limit.md, "In PostgreSQL").
+-- (tests/ratelimit/row-storage.test.ts; docs/explanation/rate-limit.md, "How it runs in PostgreSQL").
 --
 -- This file holds the current definition, applied by db/functions.ts whenever it changes. Its history is in
 -- git and in the headers of the migrations that once carried it (0001, 0002, 0003, 0004, 0006, 0007).
@@ -181,7 +181,7 @@ BEGIN
                              WHERE t.name = coalesce(k.tier, d.ip_tier) LIMIT 1) t ON true
     ) x
     -- Hot keys: do not wait for the WAL flush; a crash can lose the last few milliseconds of charges
-    -- and releases, nothing else (docs/rate-limit.md, "In PostgreSQL"). Set once, before any row is written.
+    -- and releases, nothing else (docs/explanation/rate-limit.md, "How it runs in PostgreSQL"). Set once, before any row is written.
     CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
     ORDER BY x.subject COLLATE "C", x.kind, x.idx;
   END IF;
@@ -264,7 +264,7 @@ BEGIN
     allowance := e_allowance; window_seconds := e_window_seconds; concurrency := e_concurrency;
     lease_slot := NULL; lease_token := NULL; retry_after := 0; charged := 0;
     -- What is charged never exceeds the tier's whole allowance, so a request always fits eventually: a valid
-    -- one that costs more is refused below; an invalid key's is capped (docs/rate-limit.md, "Cost").
+    -- one that costs more is refused below; an invalid key's is capped (docs/reference/costs.md, "The rule").
     v_cost := least(greatest(e_cost, 1), e_allowance);
     v_now := extract(epoch FROM clock_timestamp()) + e_clock_offset;
     now_second := floor(v_now)::bigint;

@@ -1,5 +1,5 @@
 -- The settlement of a request's charge when its lease is released, one home for rate_decide and
--- rate_release (docs/rate-limit.md, "Conditional requests", "Counts", "Debts"): a positive p_amount (a 304's
+-- rate_release (docs/reference/costs.md, "Conditional requests", "Counts", "Settlement"): a positive p_amount (a 304's
 -- sending units) takes up to p_amount units out of the buckets that expire at p_expiry (after a tier change
 -- two buckets may share an expiry), none if no bucket does. A negative one (units charged after the fact: a
 -- count that read more rows than priced, statements that ran longer than their price) is a debt, kept until

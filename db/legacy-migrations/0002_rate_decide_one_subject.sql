@@ -1,4 +1,4 @@
--- rate_decide with a fast path for a batch of one subject (docs/rate-limit.md, "In PostgreSQL"): every
+-- rate_decide with a fast path for a batch of one subject (docs/explanation/rate-limit.md, "How it runs in PostgreSQL"): every
 -- decision for the same key hash, IP subject and tier, and every release of that subject, as when one busy
 -- client makes all of an instance's requests. Its key and tier are then looked up once, and its releases
 -- and decisions are read from the arrays as they are, in that order, without the query that joins and
@@ -10,5 +10,5 @@
 -- within the noise). tests/ratelimit/one-subject.test.ts checks that both paths decide alike.
 --
 -- This migration carried the whole function, which now lives once, in db/functions/rate_decide.sql, applied
--- after the migrations whenever it changes (docs/operations.md, "Migrations"); the change itself is in the
+-- after the migrations whenever it changes (docs/reference/database.md, "Migrations"); the change itself is in the
 -- git history of this file. Nothing is left to do here.

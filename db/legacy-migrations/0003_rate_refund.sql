@@ -1,4 +1,4 @@
--- A 304 costs nothing (docs/rate-limit.md, "Conditional requests are free"): its units go back in the lease
+-- A 304 costs nothing (docs/reference/costs.md, "Conditional requests"): its units go back in the lease
 -- release its request ends with, in the statement the limiter sends anyway, so a refund costs no round trip.
 -- A release may now carry a refund: the units its decision charged (rate_decide returns them, `charged`)
 -- and the expiry of the bucket they went into (the decision's `reset`). They are taken out of that bucket
@@ -8,7 +8,7 @@
 -- The functions take the refunds as two more arrays, with defaults, so an instance that does not send them
 -- still calls them as before (a rolling upgrade). A new argument is a new signature: the old functions are
 -- dropped here. rate_refund and the new rate_decide and rate_release, which this migration created, live in
--- db/functions, applied right after the migrations (docs/operations.md, "Migrations"); the change itself is
+-- db/functions, applied right after the migrations (docs/reference/database.md, "Migrations"); the change itself is
 -- in the git history of this file. IF EXISTS: a database made since that layout never had the old ones.
 DROP FUNCTION IF EXISTS rate_decide(text[], text[], text[], integer[], double precision[], integer, text[], integer[], bigint[]);
 --> statement-breakpoint

@@ -5,5 +5,5 @@
 -- stack (the lowest free first) rather than found by a scan at every decision.
 --
 -- This migration carried the whole function, which now lives once, in db/functions/rate_decide.sql, applied
--- after the migrations whenever it changes (docs/operations.md, "Migrations"); the change itself is in the
+-- after the migrations whenever it changes (docs/reference/database.md, "Migrations"); the change itself is in the
 -- git history of this file. Nothing is left to do here.

@@ -4,5 +4,5 @@
 -- about 100 lease slots (as many as it ever had requests in flight at once), and every statement then paid
 -- for that compression. 4,000 rather than more:
 -- two versions of the row still fit in one 8 KB page, so that the update stays HOT (fillfactor 50,
--- 0001_functions.sql); past that a row is compressed as before (docs/rate-limit.md, "In PostgreSQL").
+-- 0001_functions.sql); past that a row is compressed as before (docs/explanation/rate-limit.md, "How it runs in PostgreSQL").
 ALTER TABLE "rate_windows" SET (toast_tuple_target = 4000);

@@ -8,5 +8,5 @@
 -- unreleased (its release may still bring a 304's units back). Same signature and results.
 --
 -- This migration carried the whole function, which now lives once, in db/functions/rate_decide.sql, applied
--- after the migrations whenever it changes (docs/operations.md, "Migrations"); the change itself is in the
+-- after the migrations whenever it changes (docs/reference/database.md, "Migrations"); the change itself is in the
 -- git history of this file. Nothing is left to do here.

@@ -1,6 +1,6 @@
 -- What db/schema.ts cannot express: the table settings of rate_windows and the default tiers. The SQL functions
 -- behind every decision (rate_decide, rate_release, rate_refund, rate_housekeep) are in db/functions, applied
--- after the migrations (docs/operations.md, "Migrations"; docs/rate-limit.md, "In PostgreSQL").
+-- after the migrations (docs/reference/database.md, "Migrations"; docs/explanation/rate-limit.md, "How it runs in PostgreSQL").
 
 -- Hot rows: each batch that touches a subject rewrites its row. With half of every page left free the
 -- new version goes on the same page, and as no indexed column changes it is a HOT update: no index
@@ -11,7 +11,7 @@
 -- page, so that the update stays HOT.
 ALTER TABLE "paginated_collections"."rate_windows" SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 200, toast_tuple_target = 4000);
 --> statement-breakpoint
--- The tiers that exist from the start (docs/rate-limit.md, "Tiers"): allowances grow anonymous < free < pro.
+-- The tiers that exist from the start (docs/reference/limits.md, "Tiers"): allowances grow anonymous < free < pro.
 INSERT INTO "paginated_collections"."rate_tiers" ("name", "allowance", "window_seconds", "concurrency") VALUES
   ('anonymous', 60, 60, 4),
   ('free', 600, 60, 8),

@@ -21,7 +21,7 @@ export interface InitOptions {
 export function initFile(catalog: CatalogModel, options: InitOptions = {}): string {
   const lines = [
     `# yaml-language-server: $schema=${options.schema ?? JSON_SCHEMA_PATH}`,
-    "# A starting collections file, written by init from the database's catalog (docs/collections.md).",
+    "# A starting collections file, written by init from the database's catalog (docs/reference/collections-file.md).",
     'collections:',
   ];
   const names = new Set<string>();
@@ -62,7 +62,7 @@ function tableEntry(relation: Relation, names: Set<string>): string[] | string {
     .map((column) => column.name);
   if (unserved.length > 0) {
     notes.unshift(
-      `not sort keys: ${unserved.join(', ')} (they lead an index, but none that serves their order then the key: see docs/collections.md)`,
+      `not sort keys: ${unserved.join(', ')} (they lead an index, but none that serves their order then the key: see docs/reference/collections-file.md)`,
     );
   }
   const filters = Object.fromEntries(

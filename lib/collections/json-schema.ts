@@ -14,7 +14,7 @@ export function collectionsJsonSchema(): Record<string, unknown> {
   return {
     $schema,
     title: 'Collections file',
-    description: 'The tables and views a paginated-collections service serves (docs/collections.md).',
+    description: 'The tables and views a paginated-collections service serves (docs/reference/collections-file.md).',
     ...schema,
   };
 }

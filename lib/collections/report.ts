@@ -6,7 +6,7 @@ import { type OrderKey, servingIndex, withKey } from './orders.ts';
 /**
  * The lines `npm run collections -- check` prints for collections that resolved: a heading per collection,
  * then, indented, its default order, each sort, the time variant's order, each filter and the count, each
- * with the index that serves it or, when none does, what the cost rule charges for it (docs/collections.md,
+ * with the index that serves it or, when none does, what the cost rule charges for it (docs/reference/collections-file.md,
  * "Tools"). Stable: the same collections give the same lines.
  */
 export function checkReport(collections: readonly Collection[]): string[] {

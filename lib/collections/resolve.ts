@@ -14,7 +14,7 @@ export interface Resolution {
   readonly problems: readonly string[];
 }
 
-// The measured defaults of the demo collections (docs/rate-limit.md, "Cost" and "What the numbers rest on").
+// The measured defaults of the demo collections (docs/reference/costs.md, "The rule"; docs/benchmarks.md, "What a unit buys").
 const DEFAULT_PAGE_SIZE = { default: 20, max: 100 };
 const DEFAULT_COUNT_THRESHOLD = 10_000;
 const DEFAULT_VARIANTS: readonly Variant[] = ['offset', 'page', 'cursor'];
@@ -124,7 +124,7 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
   const defaultVariant = entry.defaultVariant ?? (variants.includes('cursor') ? 'cursor' : variants[0]!);
   if (!variants.includes(defaultVariant)) report(`the default variant ${defaultVariant} is not among the variants`);
   // A cursor walk starts with page-size alone, which picks the time variant where it is the default, or with since_id,
-  // which needs a key of one integer column (docs/api.md, "Choosing the variant"): else no request could start one.
+  // which needs a key of one integer column (docs/reference/api.md, "Choosing the variant"): else no request could start one.
   const integerKey = key.columns.length === 1 && fields.find((field) => field.column.name === key.columns[0])?.kind === 'integer';
   if (defaultVariant === 'time' && variants.includes('cursor') && !integerKey) {
     report(

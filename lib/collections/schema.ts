@@ -1,8 +1,8 @@
-// The collections file's schema (docs/collections.md): valibot, from which the file's types and its JSON Schema both come.
+// The collections file's schema (docs/reference/collections-file.md): valibot, from which the file's types and its JSON Schema both come.
 import * as v from 'valibot';
 import { COLLECTION_NAME } from './names.ts';
 
-/** The pagination variants a collection may offer (docs/api.md, "Choosing the variant"). */
+/** The pagination variants a collection may offer (docs/reference/api.md, "Choosing the variant"). */
 const VARIANTS = ['offset', 'page', 'cursor', 'time'] as const;
 export type Variant = (typeof VARIANTS)[number];
 
@@ -134,7 +134,7 @@ const collection = v.strictObject(
           'must be an object of itemsPerUnit, countedPerUnit, indexed and unindexedSort',
         ),
         v.description(
-          "Overrides of the cost rule's measured defaults (docs/rate-limit.md, \"Cost\"): items per unit (50), rows counted per unit (5000), rows an offset skips per unit along each sort column's index (10000 along the key's, 1000 along others), and the units of a sort no index serves (from the relation's estimated rows).",
+          "Overrides of the cost rule's measured defaults (docs/reference/costs.md, \"The rule\"): items per unit (50), rows counted per unit (5000), rows an offset skips per unit along each sort column's index (10000 along the key's, 1000 along others), and the units of a sort no index serves (from the relation's estimated rows).",
         ),
       ),
     ),

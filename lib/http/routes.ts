@@ -1,7 +1,7 @@
 // Where the service's routes are: one table that the router, the rate limiter's scope, the links and the
 // OpenAPI description all read, so that a path is written once.
 
-/** The API's version prefix: everything under it is rate-limited (docs/rate-limit.md, "What is limited"). */
+/** The API's version prefix: everything under it is rate-limited (docs/reference/limits.md, "What is limited"). */
 const API_PREFIX = '/v1';
 
 /** The paths of the service, as Hono routes (`:collection` a parameter). */

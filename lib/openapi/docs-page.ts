@@ -1,5 +1,5 @@
 // GET /docs: Swagger UI from the swagger-ui-dist package, served from node_modules and rendering /openapi.json;
-// the page loads nothing from anywhere else (docs/api.md, "The description and the docs page").
+// the page loads nothing from anywhere else (docs/reference/api.md, "The description and the docs page").
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';

@@ -92,7 +92,7 @@ const refused = { '4XX': { $ref: '#/components/responses/Refused' } };
 
 /**
  * The HEAD of a GET: Hono answers HEAD wherever GET is, with the GET's status and headers and no body
- * (docs/api.md, "URLs"), so it is described as the GET without its responses' content.
+ * (docs/reference/api.md, "URLs"), so it is described as the GET without its responses' content.
  */
 function headOf(get: Schema, path: string): Schema {
   const responses = Object.fromEntries(
@@ -137,7 +137,7 @@ function collectionPath(collection: Collection): Schema {
       summary: `A chunk of ${collection.name}`,
       description:
         `Pagination variants: ${variants} (default ${collection.defaultVariant}); the parameters of a request pick one ` +
-        '(docs/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. ' +
+        '(docs/reference/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. ' +
         `Page size ${collection.pageSize.default} by default, at most ${collection.pageSize.max}. Follow \`_links.next\` (or the Link header) to the end.`,
       security: [{}, { apiKey: [] }],
       parameters: [
@@ -398,7 +398,7 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       summary: 'Prometheus metrics (only when ADMIN_TOKEN is set; not rate-limited)',
       description:
         'Requests by route and status and their durations, rate-limit decisions and their durations, and the database pools, ' +
-        'in Prometheus’ text format (docs/operations.md, "Metrics").',
+        'in Prometheus’ text format (docs/reference/metrics.md).',
       security: [{ adminToken: [] }],
       responses: {
         '200': {

@@ -86,16 +86,16 @@ export const headerDocs = {
 
 export type HeaderName = keyof typeof headerDocs;
 
-/** What every answer carries: its request id (docs/api.md, "Request ids"). */
+/** What every answer carries: its request id (docs/reference/api.md, "Request ids"). */
 export const EVERY_ANSWER_HEADERS = ['X-Request-Id'] as const;
 
-/** What an answer carries to a page allowed to read it (docs/api.md, "CORS"): sent or not by its Origin. */
+/** What an answer carries to a page allowed to read it (docs/reference/api.md, "CORS"): sent or not by its Origin. */
 export const CORS_HEADERS = ['Access-Control-Allow-Origin', 'Access-Control-Expose-Headers'] as const;
 
-/** What a chunk carries for conditional requests (docs/api.md, "Conditional requests"). */
+/** What a chunk carries for conditional requests (docs/reference/api.md, "Conditional requests"). */
 export const CHUNK_HEADERS = ['ETag', 'Cache-Control'] as const;
 
-/** What every answer under /v1 that the rate limiter decided carries (docs/rate-limit.md, "Headers"). */
+/** What every answer under /v1 that the rate limiter decided carries (docs/reference/headers.md, "Rate-limit headers"). */
 export const RATE_LIMIT_HEADERS = [
   'X-RateLimit-Limit',
   'X-RateLimit-Remaining',

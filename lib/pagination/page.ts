@@ -1,4 +1,4 @@
-// Page-based pagination (docs/api.md, "Parameters", "The chunk"): zero-based `page` and `page-size`; offset = page-size × page.
+// Page-based pagination (docs/reference/api.md, "Parameters", "The chunk"): zero-based `page` and `page-size`; offset = page-size × page.
 
 import { invalidParameter } from '../http/errors.ts';
 import type { Links } from './links.ts';

@@ -9,7 +9,7 @@ export type QueryParams = ReadonlyMap<string, string>;
 
 function decode(component: string, name: string): string {
   try {
-    // "+" in a query means a space (docs/api.md, "Reading the query string").
+    // "+" in a query means a space (docs/reference/api.md, "Reading the query string").
     return decodeURIComponent(component.replace(/\+/g, ' '));
   } catch {
     throw invalidParameter(name, 'is not valid percent-encoding');

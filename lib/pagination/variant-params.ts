@@ -1,4 +1,4 @@
-// The parameters of each pagination variant (docs/api.md, "Choosing the variant"), in a module of their own:
+// The parameters of each pagination variant (docs/reference/api.md, "Choosing the variant"), in a module of their own:
 // params.ts and links.ts read them, and variants.ts reads those modules' types, so the table cannot sit in
 // variants.ts without an import cycle (npm run lint:layers).
 import { invalidParameter } from '../http/errors.ts';

@@ -1,4 +1,4 @@
-// What a pagination variant is, and how a request picks one (docs/api.md, "Choosing the variant").
+// What a pagination variant is, and how a request picks one (docs/reference/api.md, "Choosing the variant").
 
 import type { Database } from '../../db/client.ts';
 import { conflictingParameters, invalidCursor } from '../http/errors.ts';

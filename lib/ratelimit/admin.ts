@@ -1,4 +1,4 @@
-// The operator API (docs/api.md, "Operator API"): tiers and keys, behind ADMIN_TOKEN.
+// The operator API (docs/reference/api.md, "Operator API"): tiers and keys, behind ADMIN_TOKEN.
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { Hono } from 'hono';
 import * as v from 'valibot';

@@ -1,13 +1,13 @@
 // A request's budget of PostgreSQL time and the settlement of its charge at what its statements really
-// took (docs/rate-limit.md, "Statement budgets", "Debts").
+// took (docs/explanation/budgets.md, "Statement budgets", "Debts").
 import type { StatementBudget } from '../../db/client.ts';
 import { ApiError } from '../http/errors.ts';
 import type { Decision } from './limiter.ts';
 
 /**
  * Milliseconds of PostgreSQL time a unit pays for before a request is charged more. The cost rule prices a
- * unit at about a millisecond, a little over it along some indexes (docs/rate-limit.md, "What the numbers
- * rest on"): at 2 ms, a chunk that runs as priced is never charged more, and a plan the estimate got wrong
+ * unit at about a millisecond, a little over it along some indexes (docs/benchmarks.md, "What a unit
+ * buys"): at 2 ms, a chunk that runs as priced is never charged more, and a plan the estimate got wrong
  * pays for its time.
  */
 const MS_PER_UNIT = 2;
@@ -38,7 +38,7 @@ export class RequestBudget implements StatementBudget {
   /** Milliseconds the request's statements used, by the server's clock: what it is charged for. */
   usedMs = 0;
   /**
-   * The request's share of usedMs: a statement that n requests shared (docs/operations.md, "Identical reads
+   * The request's share of usedMs: a statement that n requests shared (docs/explanation/queries.md, "Identical reads
    * share a statement") counts 1/n of its time here, so that these shares add up to what PostgreSQL ran.
    */
   shareMs = 0;
@@ -158,7 +158,7 @@ const ENDS_KEPT_MS = 5000;
 const SWEEP_EVERY = 1024;
 
 /**
- * The requests in flight on this instance, by subject, and their statement budgets (docs/rate-limit.md,
+ * The requests in flight on this instance, by subject, and their statement budgets (docs/explanation/budgets.md,
  * "Statement budgets"). What those requests may still be charged for their time is not in the limiter's
  * `remaining` until they end, so a request admitted meanwhile does not share it out again; and a request runs
  * only when what its client has left, less what its requests in flight may still be charged, covers its own

@@ -1,8 +1,8 @@
-// The rate-limit headers of every response that was counted (docs/rate-limit.md, "Headers").
+// The rate-limit headers of every response that was counted (docs/reference/headers.md, "Rate-limit headers").
 import type { Decision } from './limiter.ts';
 
 /**
- * The headers of a rate-limited response (docs/rate-limit.md, "Headers"; draft-ietf-httpapi-ratelimit-headers):
+ * The headers of a rate-limited response (docs/reference/headers.md, "Rate-limit headers"; draft-ietf-httpapi-ratelimit-headers):
  * X-RateLimit-* and the IETF RateLimit-Policy / RateLimit, whose `t` is the seconds until Reset.
  */
 export function rateLimitHeaders(decision: Decision): Record<string, string> {

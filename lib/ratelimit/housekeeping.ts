@@ -1,5 +1,5 @@
 // Housekeeping: the rows of subjects that have been quiet for a minute go away, removed by whichever
-// instance holds the lock (docs/rate-limit.md, "In PostgreSQL").
+// instance holds the lock (docs/explanation/rate-limit.md, "How it runs in PostgreSQL").
 import type { Sql } from 'postgres';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 

@@ -1,4 +1,4 @@
-// Who a request is for the rate limit (docs/rate-limit.md, "Who is counted"): an API key, or else the client's address.
+// Who a request is for the rate limit (docs/reference/limits.md, "Who is counted"): an API key, or else the client's address.
 import ipaddr from 'ipaddr.js';
 import proxyaddr from 'proxy-addr';
 import { bearerToken, digest } from '../http/bearer.ts';

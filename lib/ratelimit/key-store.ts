@@ -1,4 +1,4 @@
-// Keys and tiers on the limiter databases (docs/operations.md, "Limiter databases"): every decision reads
+// Keys and tiers on the limiter databases (docs/how-to/limiter-databases.md): every decision reads
 // them inside its one statement, so each limiter database holds all of them. The databases come in the
 // order of their own records (record-order.ts), the same at every instance whatever LIMITER_DATABASE_URL's
 // order: the first is the source of truth, where reads come from and every change is made, and a change

@@ -1,4 +1,4 @@
-// POST /v1/keys: issues a new API key, shown once; only its SHA-256 is stored (docs/api.md, "Keys"; docs/rate-limit.md, "Keys and hashing").
+// POST /v1/keys: issues a new API key, shown once; only its SHA-256 is stored (docs/reference/api.md, "Keys"; docs/reference/limits.md, "Keys and hashing").
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import * as v from 'valibot';

@@ -1,4 +1,4 @@
-// The order of the limiter databases for keys and tiers (docs/operations.md, "Several limiter databases"):
+// The order of the limiter databases for keys and tiers (docs/how-to/limiter-databases.md, "Several limiter databases"):
 // by the record each database keeps of itself (db/identity.ts), oldest first, never by LIMITER_DATABASE_URL's
 // order. The first is the source of truth, and every change locks its rows on the databases in this order:
 // instances whose lists are in other orders then agree on both, so two changes of one row never hold it on

@@ -1,6 +1,6 @@
 // Subjects spread over several limiter databases (LIMITER_DATABASE_URL): each subject is decided on one of
 // them, chosen by rendezvous hashing, so its limit stays exact with no coordination between the databases
-// (docs/operations.md, "Several limiter databases").
+// (docs/how-to/limiter-databases.md, "Several limiter databases").
 import { createHash, type Hash } from 'node:crypto';
 import type { LimiterDatabase } from '../../db/client.ts';
 import { housekeeper } from './housekeeping.ts';

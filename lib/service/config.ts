@@ -14,7 +14,7 @@ export interface Config {
   readonly databaseReadUrl: string | undefined;
   /**
    * The rate limiter's databases (LIMITER_DATABASE_URL), each subject on one of them; unset: the limiter's
-   * tables, keys and tiers are on the data database (docs/operations.md, "Limiter databases").
+   * tables, keys and tiers are on the data database (docs/how-to/limiter-databases.md).
    */
   readonly limiterDatabaseUrls: readonly string[] | undefined;
   /** Base of every absolute href; unset: taken from each request's own URL. */
@@ -40,7 +40,7 @@ export interface Config {
   /** The origins whose browser pages may read the API's answers: `*` (any), or a list of exact origins. */
   readonly corsOrigins: '*' | readonly string[];
   /**
-   * What is served (COLLECTIONS): a collections file (YAML, or JSON when it ends in .json; docs/collections.md), or
+   * What is served (COLLECTIONS): a collections file (YAML, or JSON when it ends in .json; docs/reference/collections-file.md), or
    * the demo, which the embedded default serves when COLLECTIONS is unset.
    */
   readonly collections: Collections;
@@ -196,7 +196,7 @@ function parseCollections(value: string | undefined, databaseUrl: string | undef
   if (value === undefined) {
     if (databaseUrl === undefined) return Object.freeze({ kind: 'demo' });
     throw new ConfigError(
-      'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/collections.md), or set COLLECTIONS=demo to serve the demo in this database',
+      'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/reference/collections-file.md), or set COLLECTIONS=demo to serve the demo in this database',
     );
   }
   if (value === 'demo') return Object.freeze({ kind: 'demo' });

@@ -69,13 +69,13 @@ function readConfig(env: Record<string, string | undefined>): Config {
  * One warning line when the PostgreSQL server runs with autovacuum off (a server setting, not one of a
  * database): the rate limiter rewrites a row of `rate_windows` on every request, and without autovacuum
  * nothing removes the dead versions, so the table and every decision's work keep growing
- * (docs/operations.md, "Autovacuum").
+ * (docs/how-to/own-database.md, "Autovacuum").
  */
 async function warnWithoutAutovacuum(sql: Sql, logger: Logger): Promise<void> {
   const [row] = await sql`select current_setting('autovacuum') as autovacuum`;
   if (row?.autovacuum !== 'on') {
     logger.warn(
-      `autovacuum is ${row?.autovacuum ?? 'unknown'} on this PostgreSQL server; the rate limiter's table rate_windows needs it, or its dead rows pile up and slow every request (docs/operations.md, "Autovacuum")`,
+      `autovacuum is ${row?.autovacuum ?? 'unknown'} on this PostgreSQL server; the rate limiter's table rate_windows needs it, or its dead rows pile up and slow every request (docs/how-to/own-database.md, "Autovacuum")`,
     );
   }
 }
@@ -144,7 +144,7 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
   const registry = await collectionsToServe(config, options.demo, { directUrl, readUrl: config.databaseReadUrl ?? url, log });
   // The service's state (its schema: keys, tiers, limiter, cursor secret) lives on the limiter databases when there
   // are any (LIMITER_DATABASE_URL), and the data database then gets nothing of it: its role needs only SELECT on
-  // what is served (docs/operations.md, "Limiter databases"). Without them, it lives on the data database.
+  // what is served (docs/how-to/limiter-databases.md). Without them, it lives on the data database.
   const limiterUrls = config.limiterDatabaseUrls;
   for (const limiterUrl of limiterUrls ?? []) await checkLimiter(limiterUrl);
   for (const stateUrl of limiterUrls ?? [directUrl]) await runMigrations(stateUrl);

@@ -1,5 +1,5 @@
 // The bench's floor (bench/floor-server.ts) answers the chunk it stands in for exactly as the service does:
-// the same items in the same order and JSON, the same links and cursor payload (docs/benchmarks.md, "The floor").
+// the same items in the same order and JSON, the same links and cursor payload (docs/reference/bench.md, "The floor").
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 import { cursorPayload, seedTrickyProducts, startBenchServer } from '../helpers/price-chunk.ts';

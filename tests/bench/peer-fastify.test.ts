@@ -1,6 +1,6 @@
 // The bench's Fastify peer (bench/peer-fastify.ts) answers the chunk it is measured on with the service's
 // items: the same items in the same order and JSON, the same links and cursor payload, its rate limit
-// counted in Redis (docs/benchmarks.md, "The Fastify peer"): a Redis of the test's own, Debian's redis-server
+// counted in Redis (docs/reference/bench.md, "The Fastify peer"): a Redis of the test's own, Debian's redis-server
 // started on a free port (scripts/test-packages.sh installs it where it is missing).
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';

@@ -62,7 +62,7 @@ t.test('init over the fixture', async (t) => {
         '      big: [eq]',
         '    variants: [offset, page, cursor]',
         '    defaultVariant: cursor',
-        '    # not sort keys: released, updated_at, big (they lead an index, but none that serves their order then the key: see docs/collections.md)',
+        '    # not sort keys: released, updated_at, big (they lead an index, but none that serves their order then the key: see docs/reference/collections-file.md)',
         '    # left out: poster (bytea, not served unless listed)',
         '    # left out: spot (point, not served)',
       ].join('\n'),
@@ -121,6 +121,6 @@ t.test('init over the fixture', async (t) => {
 t.test('an empty catalog: a file of no collections, which says so', async (t) => {
   t.equal(
     initFile({ relations: [] }, { schema: 'collections.schema.json' }),
-    "# yaml-language-server: $schema=collections.schema.json\n# A starting collections file, written by init from the database's catalog (docs/collections.md).\ncollections:\n  []\n",
+    "# yaml-language-server: $schema=collections.schema.json\n# A starting collections file, written by init from the database's catalog (docs/reference/collections-file.md).\ncollections:\n  []\n",
   );
 });

@@ -77,7 +77,7 @@ t.test('walk', async (t) => {
   const server = await startServer(t, await freePort(), { DATABASE_URL: database.url, COLLECTIONS: served, ADMIN_TOKEN });
   const env = { DATABASE_URL: database.url };
 
-  // A key on a tier of its own, as an operator makes one for a walk (docs/collections.md, "Tools").
+  // A key on a tier of its own, as an operator makes one for a walk (docs/reference/collections-file.md, "Tools").
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
   await fetch(`${server.url}/admin/tiers/walk`, {
     method: 'PUT',

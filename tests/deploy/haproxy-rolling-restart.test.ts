@@ -1,5 +1,5 @@
 // Behind HAProxy, three instances restarted one after another under load: with a drain period longer than
-// HAProxy takes to mark an instance down, no request fails (docs/operations.md, "Stopping and draining").
+// HAProxy takes to mark an instance down, no request fails (docs/how-to/load-balancer.md, "Stopping and draining").
 import t from 'tap';
 import { seedTable } from '../../demo/seed.ts';
 import { testDatabase } from '../helpers/db.ts';

@@ -67,7 +67,7 @@ t.test('a cheap chunk polled with its tag is free; an expensive one is charged i
   for (let i = 0; i < 5; i++) t.equal((await fetch(cheap, { headers: { 'if-none-match': tag } })).status, 304);
   t.equal(await chargedUnits(api.database.sql), charged, 'five polls of a cheap chunk: nothing charged');
 
-  // An offset of 10,000 along the name index: 1 unit for sending, 10 for the rows skipped (docs/rate-limit.md).
+  // An offset of 10,000 along the name index: 1 unit for sending, 10 for the rows skipped (docs/reference/costs.md).
   const deep = `${origin}/v1/products?limit=10&count=none&sort=name&offset=10000`;
   const first = await fetch(deep);
   t.equal(limits(first).remaining, 60 - 1 - 11);

@@ -40,7 +40,7 @@ t.test('COLLECTIONS: a file, or the demo; with DATABASE_URL it must be set', asy
       {
         name: 'ConfigError',
         message:
-          'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/collections.md), or set COLLECTIONS=demo to serve the demo in this database',
+          'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/reference/collections-file.md), or set COLLECTIONS=demo to serve the demo in this database',
       },
       'one line: how to write a file, or ask for the demo',
     );

@@ -95,7 +95,7 @@ const defaultSort: Record<string, Key[]> = {
   orders: [{ field: 'createdAt', descending: true }],
 };
 
-/** docs/api.md, "Sort": id is always the last key, in the direction of the key before it. */
+/** docs/reference/api.md, "Sort": id is always the last key, in the direction of the key before it. */
 function withId(keys: readonly Key[]): Key[] {
   const at = keys.findIndex((k) => k.field === 'id');
   return at === -1 ? [...keys, { field: 'id', descending: keys.at(-1)?.descending ?? false }] : keys.slice(0, at + 1);

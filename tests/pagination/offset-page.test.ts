@@ -1,4 +1,4 @@
-// Offset and page pagination: every rule of docs/api.md ("Parameters", "The chunk", "Links") that concerns them.
+// Offset and page pagination: every rule of docs/reference/api.md ("Parameters", "The chunk", "Links") that concerns them.
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 
@@ -49,7 +49,7 @@ t.test('offset and page chunks', async (t) => {
     const body = await res.json();
     const header = res.headers.get('link')!;
     for (const [rel, link] of Object.entries(body._links) as [string, { href: string }][]) {
-      t.ok(header.includes(`<${link.href}>; rel="${rel}"`), rel);
+      t.match(header, `<${link.href}>; rel="${rel}"`, rel);
     }
     // Then the two links to the service's description and docs page (RFC 8631).
     t.equal(header.split(', <').length, Object.keys(body._links).length + 2);

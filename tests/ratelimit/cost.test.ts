@@ -20,7 +20,7 @@ t.test('through the limiter, Remaining drops by the cost, capped at the allowanc
   t.equal(limits(bad).remaining, 994, 'a malformed request costs 1');
 
   // A request that costs more than a whole allowance could never be paid within a window: refused as such,
-  // whatever is left, charging nothing (docs/rate-limit.md, "Cost"); a pro-sized allowance runs it.
+  // whatever is left, charging nothing (docs/reference/costs.md, "The rule"); a pro-sized allowance runs it.
   await setTier(api.database.sql, 'anonymous', { allowance: 600, windowSeconds: 60, concurrency: 4 });
   const first = await api.request('/v1/products?sort=-priceCents,name&offset=999000&count=none', { address: '192.0.2.77' });
   t.equal(first.status, 403);

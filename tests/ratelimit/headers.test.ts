@@ -1,4 +1,4 @@
-// The headers never lie (docs/rate-limit.md, "Headers"): a property test over random request sequences, costs and clock moves.
+// The headers never lie (docs/reference/headers.md, "Rate-limit headers"): a property test over random request sequences, costs and clock moves.
 import fc from 'fast-check';
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';

@@ -1,4 +1,4 @@
-// The allowance's states (docs/rate-limit.md, "States"), row by row, on a movable database clock: within allowance, exceeded, restored.
+// The allowance's states (docs/explanation/rate-limit.md, "States"), row by row, on a movable database clock: within allowance, exceeded, restored.
 import t from 'tap';
 import { testApp } from '../helpers/app.ts';
 import { chargedUnits, dbNow, limits, setTier } from '../helpers/limiter.ts';

@@ -74,7 +74,7 @@ t.test('Deno and Bun count each source address, and answer as Node does', async 
     const server = servers[at]!;
     await t.test(runtime, async (t) => {
       await db.sql`delete from paginated_collections.rate_windows`;
-      // 20 products with count=none cost one unit (docs/rate-limit.md, "Cost").
+      // 20 products with count=none cost one unit (docs/reference/costs.md, "The rule").
       const path = '/v1/products?limit=2&count=none';
       const first = [];
       for (let i = 0; i < 4; i++) first.push(await get(server, path, '127.0.0.2'));
