@@ -6,7 +6,7 @@ import { type Database, openDatabase } from '../db/client.ts';
 import * as schema from '../db/schema.ts';
 import { demoRegistry } from '../demo/collections.ts';
 import { rawQueryOf } from '../lib/pagination/params.ts';
-import { requestCost } from '../lib/pagination/price.ts';
+import { requestCost } from '../lib/pagination/prepare.ts';
 import { buildApp } from '../lib/service/app.ts';
 import { parseConfig } from '../lib/service/config.ts';
 

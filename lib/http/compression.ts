@@ -1,20 +1,18 @@
-// Compression of JSON answers (docs/api.md, "Compression"): gzip or br above a size, by the client's Accept-Encoding.
+// Compression of JSON answers (docs/reference/api.md, "Compression"): gzip or br above a size, by the client's Accept-Encoding.
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import type { MiddlewareHandler } from 'hono';
 import Negotiator from 'negotiator';
-import { replaceResponse } from './replace-response.ts';
 
 /**
  * Bodies shorter than this (in UTF-16 code units, bytes for the ASCII of the demo collections) are sent as
- * they are; chosen from `npm run bench`'s compression table (docs/benchmarks.md, "Conditional requests and
- * compression"): below it, compressing costs more CPU than the few hundred bytes it saves are worth.
+ * they are; chosen from `npm run bench`'s compression table (docs/benchmarks.md,
+ * "Compression"): below it, compressing costs more CPU than the few hundred bytes it saves are worth.
  */
 export const COMPRESSION_THRESHOLD = 1400;
 
 /**
  * gzip's level and brotli's quality, chosen from the same table and the bench's compressed rows: past them,
  * the work grows much faster than the bytes fall, and a compressed chunk must cost little more than the same
- * chunk as it is, since the rate limiter charges both alike (docs/rate-limit.md).
+ * chunk as it is, since the rate limiter charges both alike (docs/reference/costs.md).
  */
 const GZIP_OPTIONS = { level: 3 };
 const BROTLI_QUALITY = 2;
@@ -27,31 +25,6 @@ const KEPT_BYTES = 4 * 1024 * 1024;
 
 /** The encodings offered, the server's preference first where the client weighs them alike: br is smaller. */
 const ENCODINGS = ['br', 'gzip'];
-
-/**
- * What the service made an answer's body from: the string, compressed from it rather than read back, and the
- * answer's ETag, a digest of that string (lib/http/conditional.ts, weakEtag) that names it among those kept.
- */
-interface Compressible {
-  body: string;
-  etag: string | undefined;
-}
-
-/** Answers made by compressibleJson, by answer. */
-const compressibles = new WeakMap<Response, Compressible>();
-
-/**
- * A JSON answer that may be compressed: bodies from the threshold on are kept for the compression middleware
- * and say `Vary: Accept-Encoding` (what a cache stores depends on it), whether compressed or not. `headers`,
- * its headers with its Content-Type, becomes the answer's own (not copied).
- */
-export function compressibleJson(body: string, headers: Record<string, string>): Response {
-  const compressible = body.length >= COMPRESSION_THRESHOLD;
-  if (compressible) headers.vary = headers.vary === undefined ? 'Accept-Encoding' : `${headers.vary}, Accept-Encoding`;
-  const response = new Response(body, { status: 200, headers });
-  if (compressible) compressibles.set(response, { body, etag: headers.etag });
-  return response;
-}
 
 /** The encoding the client takes best of those offered, or undefined for the body as it is. */
 function negotiate(acceptEncoding: string): string | undefined {
@@ -108,35 +81,40 @@ class KeptChunks {
 }
 
 /**
- * The compression middleware: a GET of an answer made by compressibleJson, from a client whose
- * Accept-Encoding takes br or gzip, is sent compressed, synchronously: at these levels a 100-item chunk
- * takes less of the one thread than handing it to another would (docs/benchmarks.md, "Conditional requests
- * and compression"). A chunk with the ETag and encoding of one compressed lately is sent as kept, not
- * compressed again. Nothing is done for a request without Accept-Encoding, nor for a body under the
- * threshold; a HEAD is answered as it is.
+ * A compressed body and its encoding, for the answer's Content-Encoding; undefined: sent as it is.
  */
-export function compression(): MiddlewareHandler {
-  const kept = new KeptChunks(KEPT_BYTES);
-  return async function compressed(c, next) {
-    await next();
-    const accept = c.req.header('accept-encoding');
-    if (accept === undefined || c.req.method !== 'GET') return;
-    const response = c.res;
-    const compressible = compressibles.get(response);
-    if (compressible === undefined || response.status !== 200) return;
-    const encoding = negotiate(accept);
-    if (encoding === undefined) return;
-    const { body, etag } = compressible;
+export interface Compressed {
+  readonly encoding: string;
+  readonly body: Uint8Array<ArrayBuffer>;
+}
+
+/** Whether a JSON body of this length is worth compressing: its answer then says `Vary: Accept-Encoding`. */
+export function compressible(body: string): boolean {
+  return body.length >= COMPRESSION_THRESHOLD;
+}
+
+/**
+ * The compressor of an app: a JSON body from the threshold on, for a GET from a client whose Accept-Encoding
+ * takes br or gzip, is compressed synchronously: at these levels a 100-item chunk takes less of the one thread
+ * than handing it to another would (docs/benchmarks.md, "Compression"). A body with
+ * the ETag and encoding of one compressed lately is sent as kept, not compressed again. Nothing is done for a
+ * request without Accept-Encoding, nor for a body under the threshold.
+ */
+export class Compressor {
+  private readonly kept = new KeptChunks(KEPT_BYTES);
+
+  /** `body` compressed as `acceptEncoding` asks, or undefined to send it as it is; `etag` names it among those kept. */
+  compress(body: string, etag: string | undefined, acceptEncoding: string | undefined): Compressed | undefined {
+    if (acceptEncoding === undefined || !compressible(body)) return undefined;
+    const encoding = negotiate(acceptEncoding);
+    if (encoding === undefined) return undefined;
     const key = etag === undefined ? undefined : `${encoding} ${etag}`;
-    let compressedBody = key === undefined ? undefined : kept.get(key);
-    if (compressedBody === undefined) {
+    let compressed = key === undefined ? undefined : this.kept.get(key);
+    if (compressed === undefined) {
       // A copy of its own size: zlib's answer is a view of a larger buffer, which keeping it would keep whole.
-      compressedBody = new Uint8Array(compress(body, encoding));
-      if (key !== undefined) kept.set(key, compressedBody);
+      compressed = new Uint8Array(compress(body, encoding));
+      if (key !== undefined) this.kept.set(key, compressed);
     }
-    const headers = response.headers;
-    headers.set('content-encoding', encoding);
-    headers.delete('content-length');
-    replaceResponse(c, new Response(compressedBody, { status: 200, headers }));
-  };
+    return { encoding, body: compressed };
+  }
 }

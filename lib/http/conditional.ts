@@ -1,7 +1,5 @@
 // Conditional requests (RFC 9110 section 13): a weak ETag on an answer, and a 304 for a client that has it.
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
-import { replaceResponse } from './replace-response.ts';
 
 // Each secret's tag key, derived once: the HMAC of a constant label under the secret, so that the key that
 // tags bodies is never the key that signs cursors.
@@ -47,28 +45,10 @@ function ifNoneMatchHits(header: string, etag: string): boolean {
 }
 
 /**
- * What a 304 leaves out of the 200 it stands for: the representation's own metadata and links (RFC 9110
- * section 15.4.5). It repeats the rest: ETag, Cache-Control and Vary, which it must, and the request id, CORS
- * and rate-limit headers the chunk was made with (lib/http/response-headers.ts).
+ * Whether a GET or HEAD with `ifNoneMatch` is answered 304 Not Modified for an answer tagged `etag`: the
+ * header names it, by weak comparison (RFC 9110 section 13.1.2), or is `*`. The rate limiter gives back the
+ * units that paid for sending items for a 304 to a tag (docs/reference/costs.md, "Conditional requests").
  */
-const LEFT_OUT = new Set(['content-type', 'content-length', 'content-encoding', 'link']);
-
-/**
- * The conditional request middleware: a GET or HEAD with If-None-Match that names the ETag of its 200 is
- * answered 304 Not Modified, without a body. The middleware before it see the 304: the rate limiter gives
- * back the units that paid for sending items (docs/rate-limit.md, "Conditional requests"). A request without If-None-Match
- * costs one header lookup.
- */
-export function conditionalRequests(): MiddlewareHandler {
-  return async function conditional(c, next) {
-    await next();
-    const header = c.req.header('if-none-match');
-    if (header === undefined || c.res.status !== 200) return;
-    const headers = c.res.headers;
-    const etag = headers.get('etag');
-    if (etag === null || !ifNoneMatchHits(header, etag)) return;
-    const kept = new Headers();
-    for (const [name, value] of headers) if (!LEFT_OUT.has(name)) kept.append(name, value);
-    replaceResponse(c, new Response(null, { status: 304, headers: kept }));
-  };
+export function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
+  return ifNoneMatch !== undefined && ifNoneMatchHits(ifNoneMatch, etag);
 }

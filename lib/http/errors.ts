@@ -1,10 +1,10 @@
 // One error type with a machine-readable code, and its problem+json (RFC 9457) rendering.
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import { type HeaderRecord, mergeHeaders } from './header-record.ts';
 import { requestIdOf } from './request-id.ts';
-import { mergeHeaders, type PendingHeaders, takeResponseHeaders } from './response-headers.ts';
 
-/** Every error code of the public contract, with its status (docs/api.md, "Error codes"). */
+/** Every error code of the public contract, with its status (docs/reference/errors.md, "Error codes"). */
 export const errorStatus = {
   invalid_parameter: 400,
   invalid_cursor: 400,
@@ -91,10 +91,15 @@ export function conflictingParameters(names: string[], reason: string): ApiError
   });
 }
 
+/** The 405 of a method a path does not support, with the Allow header. */
+export function notAllowed(allow: string): ApiError {
+  return new ApiError('method_not_allowed', `Method not allowed; this path allows ${allow}`, { headers: { allow } });
+}
+
 /** A route handler for the methods a path does not support: 405 with the Allow header. */
 export function methodNotAllowed(allow: string) {
-  return function notAllowed(): never {
-    throw new ApiError('method_not_allowed', `Method not allowed; this path allows ${allow}`, { headers: { allow } });
+  return function notAllowedHere(): never {
+    throw notAllowed(allow);
   };
 }
 
@@ -106,7 +111,7 @@ export function invalidCursor(reason: string): ApiError {
 
 /**
  * The problem+json body of an error, for the few answers written without a Response (lib/http/client-error.ts).
- * `requestId`: the request's X-Request-Id, so that a user can quote it (docs/api.md, "Request ids").
+ * `requestId`: the request's X-Request-Id, so that a user can quote it (docs/reference/api.md, "Request ids").
  */
 export function problemBody(error: ApiError, requestId: string): string {
   const body: Record<string, unknown> = {
@@ -129,19 +134,17 @@ function problemHeaders(error: ApiError): Record<string, string> {
 }
 
 /**
- * An error's answer. `before`: the headers of an answer made before the error; `pending`: those gathered for
- * the answer (lib/http/response-headers.ts), written last, as on any other answer. Made with a plain header
- * record, which @hono/node-server sends as it is: a Headers object would cost a 429 as much as its decision.
+ * An error's answer. `before`: the headers of an answer made before the error; `headers`: those every answer
+ * carries (request id, CORS) and the rate limit's, written last, as on any other answer. Made with a plain
+ * header record, which @hono/node-server sends as it is: a Headers object would cost a 429 as much as its decision.
  */
-export function problemResponse(error: ApiError, requestId: string, before?: Headers, pending?: PendingHeaders): Response {
-  const headers: Record<string, string> = {};
-  if (before !== undefined) for (const [name, value] of before) headers[name] = value;
-  headers['content-type'] = 'application/problem+json';
-  headers['x-request-id'] = requestId;
-  const own = problemHeaders(error);
-  for (const name in own) headers[name] = own[name]!;
-  mergeHeaders(headers, pending);
-  return new Response(problemBody(error, requestId), { status: error.status, headers });
+export function problemResponse(error: ApiError, requestId: string, before?: Headers, ...headers: (HeaderRecord | undefined)[]): Response {
+  const record: Record<string, string> = {};
+  if (before !== undefined) for (const [name, value] of before) record[name] = value;
+  record['content-type'] = 'application/problem+json';
+  record['x-request-id'] = requestId;
+  mergeHeaders(record, problemHeaders(error), ...headers);
+  return new Response(problemBody(error, requestId), { status: error.status, headers: record });
 }
 
 /** The 503 of a database that is away or too slow: the client may try again in a second. */
@@ -149,24 +152,33 @@ export function unavailable(): ApiError {
   return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
 }
 
-/** The one error handler: our errors, Hono's HTTP exceptions, anything else (logged, generic 500). */
+/**
+ * What an error is answered with: one of ours as it is, a Hono HTTP exception's 4xx, a database that is away
+ * (503); anything else is a fault, handed to `log` and answered with a generic 500.
+ */
+export function problemOf(error: unknown, log: (error: unknown) => void): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof HTTPException && error.status < 500) {
+    return new ApiError(error.status === 404 ? 'not_found' : 'invalid_parameter', error.message || 'Bad request');
+  }
+  if (isDatabaseUnavailable(error)) return unavailable();
+  log(error);
+  return new ApiError('internal_error', 'Internal error');
+}
+
+/**
+ * The one error handler of the app, for every answer that is not a collection request's (which answers its
+ * own errors with the rate limit's headers: lib/service/collection-request.ts).
+ */
 export function onError(log: (error: unknown, c: Context) => void) {
   return function handleError(error: Error, c: Context): Response {
     // An answer made before the error keeps its headers; none made, none asked for (`c.res` would make one).
-    const headers = c.finalized ? c.res.headers : undefined;
-    const pending = takeResponseHeaders(c);
-    // Set by the request id middleware, which runs first (lib/http/request-id.ts).
-    const id = c.get('requestId') ?? requestIdOf(undefined);
-    if (error instanceof ApiError) return problemResponse(error, id, headers, pending);
-    if (error instanceof HTTPException && error.status < 500) {
-      const code: ErrorCode = error.status === 404 ? 'not_found' : 'invalid_parameter';
-      return problemResponse(new ApiError(code, error.message || 'Bad request'), id, headers, pending);
-    }
-    if (isDatabaseUnavailable(error)) {
-      return problemResponse(unavailable(), id, headers, pending);
-    }
-    log(error, c);
-    return problemResponse(new ApiError('internal_error', 'Internal error'), id, headers, pending);
+    const before = c.finalized ? c.res.headers : undefined;
+    const exchange = c.get('exchange');
+    const problem = problemOf(error, (fault) => log(fault, c));
+    if (exchange === undefined) return problemResponse(problem, requestIdOf(undefined), before);
+    exchange.written = true;
+    return problemResponse(problem, exchange.id, before, exchange.headers);
   };
 }
 

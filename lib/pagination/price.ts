@@ -1,9 +1,7 @@
-// What a collection query costs in allowance units (docs/rate-limit.md, "Cost"), read once from the request.
+// What a collection query costs in allowance units (docs/reference/costs.md, "The rule"), read once from the request.
 
-import { ApiError } from '../http/errors.ts';
-import { parseQueryString } from './params.ts';
+import type { ReadQuery } from './prepare.ts';
 import type { Collection } from './registry.ts';
-import { type ReadQuery, readQuery } from './serve.ts';
 import type { Reading } from './variants.ts';
 
 // The largest cost handed to the database, whose rate_decide takes an int4 and caps it at the allowance.
@@ -12,7 +10,7 @@ const MAX_COST = 2 ** 31 - 1;
 /**
  * A request's price, and the part of it that pays for sending the items. A 304 sends none, so those units
  * are given back; the rest pays for rows read, skipped or counted, which a 304 reads all the same
- * (docs/rate-limit.md, "Conditional requests").
+ * (docs/reference/costs.md, "Conditional requests").
  */
 export interface Price {
   readonly units: number;
@@ -23,29 +21,8 @@ export interface Price {
   readonly countedPerUnit: number;
 }
 
-/** What a query the handler refuses costs: 1 unit (docs/rate-limit.md, "Malformed requests cost 1"). */
-const REFUSED: Price = { units: 1, sending: 1, counting: 0, countedPerUnit: 1 };
-
-/**
- * The request's query as the handler serves it, or the 400 it answers: the one reading of a collection
- * query, which the cost rule prices before the request is served and the handler then serves (or throws).
- */
-export function readCollectionQuery(collection: Collection, rawQuery: string, cursorSecret: string): ReadQuery | ApiError {
-  try {
-    return readQuery(collection, parseQueryString(rawQuery), cursorSecret);
-  } catch (error) {
-    if (error instanceof ApiError) return error;
-    throw error;
-  }
-}
-
-/**
- * Whether pricing `read` needs the planner's estimate of its filtered set: it carries a count (`exact`, or
- * the default `auto`, which counts only under the collection's threshold).
- */
-export function needsEstimate(read: ReadQuery | ApiError): read is ReadQuery {
-  return !(read instanceof ApiError) && (read.plan.count === 'exact' || read.plan.count === 'auto');
-}
+/** What a query the handler refuses costs: 1 unit (docs/reference/costs.md, "Malformed requests cost 1"). */
+export const REFUSED: Price = { units: 1, sending: 1, counting: 0, countedPerUnit: 1 };
 
 /**
  * How many more units a request costs once its count has read `counted` rows than were charged for
@@ -59,13 +36,12 @@ export function countSettlement(price: Price, counted: number | undefined): numb
  * The price of a collection query by its collection's rule (CostRule in lib/pagination/registry.ts): one unit
  * per started `itemsPerUnit` items of the page size asked for, plus one per whole `countedPerUnit` rows a
  * count reads, plus one per whole `indexed[key]` rows an offset skips along the index of the order's first
- * key, plus `unindexedSort` when that key has no index; 1 unit for a query the handler refuses. A count is
+ * key, plus `unindexedSort` when that key has no index (a query refused costs REFUSED, 1 unit). A count is
  * priced from the plan's `estimate`, the planner's estimate of the filtered set (needsEstimate): an exact count reads
  * them all, the default one only those under the collection's threshold. The cap at the tier's whole
  * allowance is applied by the database, which knows the tier.
  */
-export function queryPrice(collection: Collection, read: ReadQuery | ApiError): Price {
-  if (read instanceof ApiError) return REFUSED;
+export function queryPrice(collection: Collection, read: ReadQuery): Price {
   const { cost, countThreshold } = collection;
   const estimate = read.plan.estimate ?? 0;
   const sending = Math.ceil(read.plan.pageSize / cost.itemsPerUnit);
@@ -74,13 +50,6 @@ export function queryPrice(collection: Collection, read: ReadQuery | ApiError): 
   const counting = Math.floor(rows / cost.countedPerUnit);
   const units = Math.min(sending + counting + readingUnits(collection, read.plan), MAX_COST);
   return { units, sending, counting, countedPerUnit: cost.countedPerUnit };
-}
-
-/** The units a collection query costs (queryPrice), read from its raw query string: what tests and the bench ask. */
-export function requestCost(collection: Collection | undefined, rawQuery: string, cursorSecret: string, estimate?: number): number {
-  if (!collection) return 1;
-  const read = readCollectionQuery(collection, rawQuery, cursorSecret);
-  return queryPrice(collection, read instanceof ApiError ? read : { ...read, plan: { ...read.plan, estimate } }).units;
 }
 
 /** The units that pay for what PostgreSQL reads beyond the items and the count: the rows skipped, a sort. */

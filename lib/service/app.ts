@@ -4,37 +4,27 @@ import type { Sql } from 'postgres';
 import type { Database } from '../../db/client.ts';
 import { requireAdminToken } from '../http/bearer.ts';
 import { limitBody } from '../http/body.ts';
-import { compression } from '../http/compression.ts';
-import { conditionalRequests } from '../http/conditional.ts';
+import { Compressor } from '../http/compression.ts';
 import { corsPolicy } from '../http/cors.ts';
 import { answeredInTime, withTimeout } from '../http/deadline.ts';
 import { ApiError, methodNotAllowed, onError } from '../http/errors.ts';
+import { exchanges } from '../http/exchange.ts';
 import { baseUrl, socketAddress } from '../http/forwarding.ts';
 import { createLogger, type Logger } from '../http/logger.ts';
 import { createMetrics } from '../http/metrics.ts';
-import { observe } from '../http/observe.ts';
 import { type Refused, refusals } from '../http/refused.ts';
-import { requestIds } from '../http/request-id.ts';
-import { responseHeaders, takeResponseHeaders } from '../http/response-headers.ts';
-import { collectionPath, KEYS, ROUTES } from '../http/routes.ts';
+import { apiTarget, collectionPath, KEYS, ROUTES } from '../http/routes.ts';
 import { docsRoutes } from '../openapi/docs-page.ts';
 import { openApiDocument } from '../openapi/document.ts';
 import { type Links, linkHeader, linksObject, SERVICE_LINKS } from '../pagination/links.ts';
 import type { Registry } from '../pagination/registry.ts';
-import { serveCollection } from '../pagination/serve.ts';
 import { adminRoutes } from '../ratelimit/admin.ts';
+import { Gate, type LimiterOptions } from '../ratelimit/gate.ts';
 import { keyStore } from '../ratelimit/key-store.ts';
 import { issueKeyHandler } from '../ratelimit/keys.ts';
-import { type LimiterOptions, rateLimiter } from '../ratelimit/middleware.ts';
-import { collectionCharge, isRegistration } from './charge.ts';
+import { collectionRequests } from './collection-request.ts';
 import type { Config } from './config.ts';
-
-declare module 'hono' {
-  interface ContextVariableMap {
-    /** The socket's peer address, worked out once per request (AppDeps.remoteAddress). */
-    peer: string | undefined;
-  }
-}
+import { limitedRoutes } from './limited-routes.ts';
 
 export interface AppDeps {
   readonly database: Database;
@@ -71,30 +61,25 @@ export function buildApp(deps: AppDeps): App {
   const logger = deps.logger ?? createLogger({ level: 'error', destination: 2 });
   // An error of a request is logged once, on the request's own line (lib/http/observe.ts).
   const log =
-    deps.log ?? ((error: unknown, c?: Context) => (c === undefined ? logger.error({ err: error }, 'Error') : c.set('error', error)));
+    deps.log ??
+    ((error: unknown, c?: Context) => {
+      const exchange = c?.get('exchange');
+      if (exchange === undefined) logger.error({ err: error }, 'Error');
+      else exchange.error = error;
+    });
   const draining = deps.draining ?? (() => false);
   // Counted only where they can be read: /metrics is served only with an admin token.
   const pools: Record<string, Sql> = { primary: database.sql };
   if (database.reads !== database) pools.replica = database.reads.sql;
   const metrics = config.adminToken === undefined ? undefined : createMetrics(pools);
   const remoteAddress = deps.remoteAddress ?? socketAddress;
-  /** The socket's peer, worked out once per request (the peer middleware below), on every runtime. */
-  const peerOf = (c: Context) => c.get('peer');
-  // Collection queries run on the read replica when there is one (DATABASE_READ_URL).
-  const collectionDeps = { ...deps, database: database.reads };
+  /** The socket's peer, worked out once per request (lib/http/exchange.ts), on every runtime. */
+  const peerOf = (c: Context) => c.get('exchange').peer;
 
-  // Outermost, so that it sees every answer as it leaves, the error handler's included.
-  app.use(observe({ logger, metrics, draining }));
-  // First of all: the headers every answer carries are written once (lib/http/response-headers.ts); every
-  // answer carries its request id, and CORS preflights are answered here, before the rate limiter, so that
-  // they touch no database and cost nothing.
-  app.use(async function peer(c, next) {
-    c.set('peer', remoteAddress(c));
-    await next();
-  });
-  app.use(responseHeaders());
-  app.use(requestIds());
-  app.use(corsPolicy(config.corsOrigins));
+  // Outermost, so that it sees every answer as it leaves, the error handler's included: the request's id, peer
+  // and CORS headers, its CORS preflight (before the rate limiter, so it touches no database and costs
+  // nothing), its log line and metrics.
+  app.use(exchanges({ logger, metrics, draining, remoteAddress, cors: corsPolicy(config.corsOrigins) }));
 
   // The description of the service and its docs page: outside /v1, so never rate-limited, and made once here.
   const description = JSON.stringify(openApiDocument(registry, { serverUrl: config.publicUrl }));
@@ -118,7 +103,7 @@ export function buildApp(deps: AppDeps): App {
   // client queries that fill the pool (a busy pool is not a failed instance), and it is the connection
   // every /v1 request needs first. A probe still unanswered at the connection's deadline renews it. With
   // several limiter databases, ready while any of them answers: one away fails its subjects at every
-  // instance alike, and draining every instance would fail all the others too (docs/operations.md,
+  // instance alike, and draining every instance would fail all the others too (docs/how-to/limiter-databases.md,
   // "Several limiter databases").
   app.get(ROUTES.ready, async (c) => {
     if (draining()) throw new ApiError('unavailable', 'The instance is shutting down');
@@ -133,25 +118,22 @@ export function buildApp(deps: AppDeps): App {
   // Keys and tiers live where the limiter decides: the data database, or the limiter databases.
   const keys = keyStore(database.limiters);
 
-  // Everything under /v1 is rate-limited, errors included (docs/rate-limit.md, "What is limited"): the limiter comes first.
-  if (deps.rateLimit) {
-    const limiter = rateLimiter(
-      {
-        limiters: database.limiters,
-        trustProxy: config.trustProxy,
-        charge: collectionCharge(registry, database.reads, deps.cursorSecret),
-        registration: isRegistration,
-        log,
-        metrics,
-      },
-      { remoteAddress: peerOf, ...deps.rateLimit },
-    );
-    app.use(`${ROUTES.index}/*`, limiter); // Hono's "/v1/*" also matches "/v1" itself
-  }
-  // Inside the limiter, which so sees a 304 and gives its units back; compression outside the conditional
-  // check, which spares it a body a 304 drops.
-  app.use(`${ROUTES.index}/*`, compression());
-  app.use(`${ROUTES.index}/*`, conditionalRequests());
+  // Everything under /v1 is rate-limited, errors included (docs/reference/limits.md, "What is limited"): a collection
+  // request by its own stages (lib/service/collection-request.ts), everything else by the middleware in front.
+  const gate = deps.rateLimit
+    ? new Gate({ limiters: database.limiters, trustProxy: config.trustProxy, log, metrics }, deps.rateLimit)
+    : undefined;
+  if (gate !== undefined) app.use(`${ROUTES.index}/*`, limitedRoutes(gate)); // Hono's "/v1/*" also matches "/v1" itself
+  const collectionRequest = collectionRequests({
+    registry,
+    // Collection queries run on the read replica when there is one (DATABASE_READ_URL).
+    reads: database.reads,
+    config,
+    cursorSecret: deps.cursorSecret,
+    compressor: new Compressor(),
+    gate,
+    log,
+  });
   // POST /v1/keys issues a key. It shares the collections' route, `/v1/:collection`, rather than having one of
   // its own: a fixed path beside a parameter at the same place is what Hono's RegExpRouter refuses, and it
   // would leave every request to the slower TrieRouter (docs/benchmarks.md).
@@ -185,27 +167,10 @@ export function buildApp(deps: AppDeps): App {
   app.get(ROUTES.index, index);
   app.get(`${ROUTES.index}/`, index); // a trailing slash is the same index; the limiter charges it the same single unit
 
-  app.get(ROUTES.collection, async (c) => {
-    if (c.req.param('collection') === KEYS) methodNotAllowed(allowed(c))();
-    // The collection and its query as they were read for the limiter's price, if they were (lib/service/charge.ts),
-    // and
-    // the headers every answer carries, written into the chunk's response as it is made, then taken; an error's
-    // answer gets them as it leaves (lib/http/response-headers.ts).
-    const read = c.get('collectionQuery');
-    const collection = read?.collection ?? registry.get(c.req.param('collection'));
-    if (!collection) throw new ApiError('not_found', `No collection named ${c.req.param('collection')}`);
-    // Under the limiter, the request's statements run on its own view of the database, timed and bounded by
-    // its budget of PostgreSQL time (docs/rate-limit.md, "Statement budgets").
-    const budget = c.get('statementBudget');
-    const deps = budget === undefined ? collectionDeps : { ...collectionDeps, database: { ...collectionDeps.database, budget } };
-    const response = await serveCollection(c.req.raw, collection, deps, {
-      peer: peerOf(c),
-      read,
-      headers: c.get('responseHeaders'),
-      counted: (rows) => c.set('counted', rows),
-    });
-    takeResponseHeaders(c);
-    return response;
+  app.get(ROUTES.collection, (c) => {
+    // The path named the keys (admitted as such by limitedRoutes); a name that decodes to them is refused by the stages.
+    if (apiTarget(c.req.path).kind === 'keys') methodNotAllowed(allowed(c))();
+    return collectionRequest(c);
   });
 
   app.all(ROUTES.root, methodNotAllowed('GET, HEAD'));

@@ -1,11 +1,11 @@
 // Builds the app on a fresh test database; requests go through app.request, no port is opened.
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import { demoRegistry } from '../../demo/collections.ts';
 import { type SeedSizes, type SeedTable, seedTable } from '../../demo/seed.ts';
 import type { Logger } from '../../lib/http/logger.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
 import type { Registry } from '../../lib/pagination/registry.ts';
-import type { LimiterOptions } from '../../lib/ratelimit/middleware.ts';
+import type { LimiterOptions } from '../../lib/ratelimit/gate.ts';
 import { buildApp } from '../../lib/service/app.ts';
 import { type Config, parseConfig } from '../../lib/service/config.ts';
 import { type TestDatabase, testDatabase } from './db.ts';
@@ -61,8 +61,6 @@ export async function testApp(t: { teardown(fn: () => unknown): void }, options:
   let clock = 0;
   const rateLimit: LimiterOptions | false = options.rateLimit
     ? {
-        // No real socket exists under app.request(): the address is the one the test gave.
-        remoteAddress: (c) => c.req.header('x-test-socket') ?? DEFAULT_ADDRESS,
         clockOffset: () => clock,
         housekeepingMs: 0,
         ...(options.rateLimit === true ? {} : options.rateLimit),
@@ -74,6 +72,8 @@ export async function testApp(t: { teardown(fn: () => unknown): void }, options:
     registry: options.registry ?? demoRegistry(),
     cursorSecret,
     rateLimit,
+    // No real socket exists under app.request(): the address is the one the test gave.
+    ...(options.rateLimit ? { remoteAddress: (c: Context) => c.req.header('x-test-socket') ?? DEFAULT_ADDRESS } : {}),
     logger: options.logger,
     draining: options.draining,
   });

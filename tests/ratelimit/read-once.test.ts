@@ -1,35 +1,35 @@
-// The query string is read once: the reading the rate limiter's price was made from is what the collection
-// handler serves or refuses (lib/service/charge.ts, `collectionQuery`); without the limiter the handler reads it.
+// The query string is read once: the prepared reading the rate limiter's price was made from is what the
+// collection request executes or refuses (lib/service/collection-request.ts).
 import t from 'tap';
 import { demoRegistry } from '../../demo/collections.ts';
+import { renderChunk } from '../../lib/pagination/chunk.ts';
 import { loadCursorSecret } from '../../lib/pagination/cursor-secret.ts';
-import { parseQueryString } from '../../lib/pagination/params.ts';
+import { execute } from '../../lib/pagination/execute.ts';
+import { prepare } from '../../lib/pagination/prepare.ts';
 import { createRegistry } from '../../lib/pagination/registry.ts';
-import { readQuery, serveCollection } from '../../lib/pagination/serve.ts';
 import { buildApp } from '../../lib/service/app.ts';
 import { testApp } from '../helpers/app.ts';
 import { setTier } from '../helpers/limiter.ts';
 
 const registry = demoRegistry();
 
-t.test('a reading handed to the handler is served as it is; one of another collection is not', async (t) => {
+t.test('a prepared request is served as it was read, through execute and renderChunk as the app does', async (t) => {
   const api = await testApp(t, { seed: { products: 30, orders: 30 } });
   const cursorSecret = await loadCursorSecret(api.database.drizzle, api.config.cursorSecret);
-  const deps = { database: api.database, config: api.config, cursorSecret };
-  const products = registry.get('products')!;
-  const request = new Request('http://test.local/v1/products?limit=10&count=none');
+  const prepared = prepare(registry, 'products', 'limit=3&count=none', cursorSecret);
+  if (prepared.kind !== 'read') throw new Error(`Unexpected refusal: ${prepared.error.detail}`);
+  const collectionUrl = 'http://test.local/v1/products';
+  const chunk = await execute(prepared, { database: api.database, cursorSecret }, collectionUrl);
+  t.equal(chunk.items.length, 3, 'the prepared limit is served');
+  const rendered = renderChunk('products', chunk, cursorSecret);
+  const served = await api.request('/v1/products?limit=3&count=none');
+  t.equal(await served.text(), rendered.body, 'the app answers the same body');
+  t.equal(served.headers.get('etag'), rendered.etag, 'with the same ETag');
 
-  const read = readQuery(products, parseQueryString('limit=3&count=none'), cursorSecret);
-  const served = await (await serveCollection(request, products, deps, { read: { collection: products, read } })).json();
-  t.equal(served.products.length, 3, 'the reading is served, not the query string read again');
-
-  const orders = registry.get('orders')!;
-  const foreign = readQuery(orders, parseQueryString('page-size=3'), cursorSecret);
-  const own = await (await serveCollection(request, products, deps, { read: { collection: orders, read: foreign } })).json();
-  t.equal(own.products.length, 10, 'a reading of another collection is ignored: the query string is read');
-
-  const unread = await (await serveCollection(request, products, deps)).json();
-  t.equal(unread.products.length, 10, 'no reading: the query string is read');
+  const refused = prepare(registry, 'products', 'limit=abc', cursorSecret);
+  t.equal(refused.kind, 'refused', 'a 400 is prepared as a refusal');
+  t.equal(refused.price.units, 1, 'priced 1');
+  t.equal(prepare(registry, 'nothing', '', cursorSecret).kind, 'refused', 'so is a collection that does not exist');
 });
 
 t.test('with the limiter on, every chunk and every 400 is what the handler serves without it', async (t) => {

@@ -1,0 +1,108 @@
+// A collection request's first stage (docs/reference/api.md, "Choosing the variant"): its collection, parameters, variant,
+// plan and price, read once from the request before the rate limiter, or the 400 or 404 it is answered with.
+import { ApiError } from '../http/errors.ts';
+import { cursorVariant } from './cursor.ts';
+import { isFilterName, parseFilters } from './filters.ts';
+import { offsetVariant } from './offset.ts';
+import { pageVariant } from './page.ts';
+import { parseQueryString, type QueryParams } from './params.ts';
+import { type Price, queryPrice, REFUSED } from './price.ts';
+import type { Collection, Registry, VariantName } from './registry.ts';
+import { parseSort, withTieBreaker } from './sort.ts';
+import { timeVariant } from './time.ts';
+import { checkParamsTaken, takes } from './variant-params.ts';
+import { type QueryRequest, type Reading, selectVariant, type Variant } from './variants.ts';
+
+const variants: Record<VariantName, Variant> = {
+  offset: offsetVariant,
+  page: pageVariant,
+  cursor: cursorVariant,
+  time: timeVariant,
+};
+
+/** A collection query read and checked as far as it can be without the database. */
+export interface ReadQuery {
+  readonly variant: Variant;
+  readonly request: QueryRequest;
+  /** The variant's plan of the chunk, and what it makes PostgreSQL read. */
+  readonly plan: Reading;
+}
+
+/**
+ * Picks the variant, checks what every variant shares (the parameters it takes, the filters, the sort), then
+ * what the variant reads itself. A 400 (ApiError) on anything wrong.
+ */
+export function readQuery(collection: Collection, params: QueryParams, cursorSecret: string): ReadQuery {
+  const { variant: name, cursor } = selectVariant(collection, params, cursorSecret);
+  const variant = variants[name];
+  checkParamsTaken(name, params.keys(), (param) => isFilterName(collection, param));
+  const filters = parseFilters(collection, params);
+  const sort = takes(name, 'sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort, collection.key);
+  const request = { collection, params, filters, sort, cursor };
+  return { variant, request, plan: variant.read(request) };
+}
+
+/** A collection request ready to be admitted: the query it serves and its price (the count's from the estimate once known). */
+export interface PreparedRead {
+  readonly kind: 'read';
+  readonly collection: Collection;
+  /** The reading; its plan takes the planner's estimate once it is asked for (withEstimate). */
+  read: ReadQuery;
+  /** The price without the count's units, which the estimate gives (docs/reference/costs.md, "Counts"). */
+  readonly price: Price;
+}
+
+/** A collection request answered with an error whatever the limiter says: a 400, or a 404 for no such collection. */
+export interface PreparedRefusal {
+  readonly kind: 'refused';
+  readonly error: ApiError;
+  /** 1 unit (docs/reference/costs.md, "Malformed requests cost 1"). */
+  readonly price: Price;
+}
+
+export type Prepared = PreparedRead | PreparedRefusal;
+
+/** The request for collection `name` with query string `rawQuery`, read once: what it serves and costs, or its 400 or 404. */
+export function prepare(registry: Registry, name: string, rawQuery: string, cursorSecret: string): Prepared {
+  const collection = registry.get(name);
+  if (collection === undefined) return refused(new ApiError('not_found', `No collection named ${name}`));
+  try {
+    const read = readQuery(collection, parseQueryString(rawQuery), cursorSecret);
+    return { kind: 'read', collection, read, price: queryPrice(collection, read) };
+  } catch (error) {
+    if (error instanceof ApiError) return refused(error);
+    throw error;
+  }
+}
+
+function refused(error: ApiError): PreparedRefusal {
+  return { kind: 'refused', error, price: REFUSED };
+}
+
+/**
+ * Whether pricing `prepared` needs the planner's estimate of its filtered set: it carries a count (`exact`, or
+ * the default `auto`, which counts only under the collection's threshold).
+ */
+export function needsEstimate(prepared: Prepared): prepared is PreparedRead {
+  return prepared.kind === 'read' && (prepared.read.plan.count === 'exact' || prepared.read.plan.count === 'auto');
+}
+
+/** Gives the plan the planner's `estimate` of its filtered set: the count's units it adds to the price. */
+export function withEstimate(prepared: PreparedRead, estimate: number): number {
+  const { read } = prepared;
+  prepared.read = { ...read, plan: { ...read.plan, estimate } };
+  return queryPrice(prepared.collection, prepared.read).counting;
+}
+
+/** The units a collection query costs, read from its raw query string: what tests and the bench ask. */
+export function requestCost(collection: Collection | undefined, rawQuery: string, cursorSecret: string, estimate?: number): number {
+  if (!collection) return 1;
+  const prepared = prepare(new Map([[collection.name, collection]]), collection.name, rawQuery, cursorSecret);
+  if (prepared.kind === 'refused' || estimate === undefined) return prepared.price.units;
+  return queryPrice(collection, { ...prepared.read, plan: { ...prepared.read.plan, estimate } }).units;
+}
+
+/** A collection request answered with `error` whatever its query says (a method the path does not allow). */
+export function refusedWith(error: ApiError): PreparedRefusal {
+  return refused(error);
+}
