@@ -1,5 +1,5 @@
 // What answers a database URL: PostgreSQL itself or a transaction pooler in front of it (PgBouncer), a
-// primary or a standby (docs/operations.md, "Behind PgBouncer" and "Read replicas").
+// primary or a standby (docs/how-to/pgbouncer.md and docs/how-to/replicas.md).
 import postgres from 'postgres';
 
 export interface ServerKind {

@@ -203,7 +203,7 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
   });
   const refused = new Counter({
     name: 'http_refused_total',
-    help: 'Requests answered before the app saw them, by what was wrong with them (docs/operations.md, "Metrics")',
+    help: 'Requests answered before the app saw them, by what was wrong with them (docs/reference/metrics.md)',
     labelNames: ['reason'],
     registers,
   });

@@ -28,14 +28,14 @@ function chunkSchemaName(collection: Collection, variant: VariantName): string {
 const INT2: Schema = { type: 'integer', minimum: -(2 ** 15), maximum: 2 ** 15 - 1 };
 const INT4: Schema = { type: 'integer', minimum: -(2 ** 31), maximum: 2 ** 31 - 1 };
 const SPECIAL_NUMBERS = ['NaN', 'Infinity', '-Infinity'];
-/** Dates and UTC timestamps printed that RFC 3339 cannot write: BC, years past 9999, ±infinity (docs/api.md, "Values"). */
+/** Dates and UTC timestamps printed that RFC 3339 cannot write: BC, years past 9999, ±infinity (docs/reference/api.md, "Values"). */
 const DATE_EXCEPTIONS = /^(?:\d{4,}-\d{2}-\d{2} BC|\d{5,}-\d{2}-\d{2}|-?infinity)$/;
 const UTC_EXCEPTIONS = /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z BC|\d{5,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z|-?infinity)$/;
 const TIMESTAMP_NOTE = 'RFC 3339, UTC, six fractional digits';
 const PRINTED_UTC: Schema = { type: 'string', format: 'date-time', pattern: PRINTED_TIMESTAMP.source };
 
 /**
- * One value, not null, as items print it (docs/api.md, "Values"): a field's, or with `element` an array element's.
+ * One value, not null, as items print it (docs/reference/api.md, "Values"): a field's, or with `element` an array element's.
  * A form RFC 3339 or JSON Schema has a format for says it (date, date-time, uuid, int64); the exceptions PostgreSQL
  * prints beside it are a second branch, each branch typed, so that generated types stay `string` or `number`.
  */
@@ -95,7 +95,7 @@ function printedSchema(type: FieldType, facts: TypeFacts | undefined, element: b
   }
 }
 
-/** What a value of a runtime type is, in words, for a field's or an array element's description (docs/api.md, "Values"). */
+/** What a value of a type is, in words, for a field's or an array element's description (docs/reference/api.md, "Values"). */
 function printedNote(type: FieldType, facts: TypeFacts, element: boolean): string | undefined {
   switch (type) {
     case 'int8':
@@ -226,7 +226,7 @@ function countField(sized: string) {
   };
 }
 
-/** The chunk of each variant (docs/api.md, "The chunk" and "Links"); typed over the variants, so a new one needs its entry. */
+/** The chunk of each variant (docs/reference/api.md, "The chunk" and "Links"); typed over the variants, so a new one needs its entry. */
 const chunkDocs: Record<VariantName, ChunkDoc> = {
   offset: {
     fields: {

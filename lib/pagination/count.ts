@@ -46,7 +46,7 @@ function valuesOf(collection: Collection, filters: readonly Filter[]): Record<st
  * How long an instance keeps a planner's estimate, per collection, filter shape and values, and how many it
  * keeps. The estimate moves only with the statistics (ANALYZE) and the table's size in pages, so a second's
  * old one is as good; kept, it spares the limiter's price of a count a round trip on every request, which is
- * what a storm of declined requests was made of (docs/rate-limit.md, "Counts"). Estimates asked for at once
+ * what a storm of declined requests was made of (docs/reference/costs.md, "Counts"). Estimates asked for at once
  * share one EXPLAIN.
  */
 const ESTIMATE_KEPT_MS = 1000;

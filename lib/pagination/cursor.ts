@@ -1,4 +1,4 @@
-// Cursor-based pagination (docs/api.md, "Keyset pagination"): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
+// Cursor-based pagination (docs/reference/api.md, "Keyset pagination"): `page-size` and an opaque, signed `cursor`; `since_id` starts one.
 
 import { conflictingParameters, invalidCursor, invalidParameter } from '../http/errors.ts';
 import type { CursorPayload } from './cursor-token.ts';
@@ -34,7 +34,7 @@ type CursorPlan = CursorQuery & Reading;
 
 /**
  * The payload of this variant's cursors: `s` the sort (ending with the key, `id`), `f` the filters as query
- * parameters, `k` the position. The sort and filters bind the cursor to its query (docs/api.md, "Cursors").
+ * parameters, `k` the position. The sort and filters bind the cursor to its query (docs/reference/api.md, "Cursors").
  */
 function payloadOf(collection: Collection, query: CursorQuery, item: Item): CursorPayload {
   return {
@@ -105,7 +105,7 @@ function queryOf(request: QueryRequest): CursorQuery {
     if (params.has('sort')) {
       throw conflictingParameters(['since_id', 'sort'], 'cannot be combined; since_id returns items in ascending id order');
     }
-    // since_id: the items with a greater id, ascending by id (docs/api.md, "Keyset pagination").
+    // since_id: the items with a greater id, ascending by id (docs/reference/api.md, "Keyset pagination").
     const sinceId = parseSinceId(request.collection, since);
     return { keys: [{ field: request.collection.key[0]!, descending: false }], filters: request.filters, position: [sinceId], sinceId };
   }

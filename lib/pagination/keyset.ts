@@ -96,7 +96,7 @@ function past(groups: readonly Group[], inclusive: boolean, within = false): SQL
  * A bound on the first group alone that the rows past the position also meet, in front of the expanded
  * predicate so that an index on the first key bounds the scan: `a >= x` on a NOT NULL key, `a <= x` on a
  * nullable descending one (the NULLs come first, so lie behind). A nullable ascending key has none: past x lie
- * the NULLs too, at the index's other end (docs/api.md, "NULLs").
+ * the NULLs too, at the index's other end (docs/reference/api.md, "NULLs").
  */
 function leadingBound(group: Group): SQL | undefined {
   if (!group.nullable) return compare(group, false);
@@ -113,7 +113,7 @@ function keySlot(at: number): Placeholder {
  * Rows strictly after a position (one value per key, placeholders k0, k1, … that positionValues fills; none for
  * a NULL, whose SQL differs) in the order of `keys`, or at it too when `inclusive`. NOT NULL keys of one direction
  * become one row comparison, `(a, id) > (x, y)`, which an index on (a, id) serves. Mixed directions cannot share
- * one row comparison (docs/api.md, "Keyset pagination"), nor can a key that may be NULL, which `(a, id) > (x, y)`
+ * one row comparison (docs/reference/api.md, "Keyset pagination"), nor can a key that may be NULL, which `(a, id) > (x, y)`
  * is never true of: consecutive NOT NULL keys of one direction are grouped, a nullable key is a group of its own,
  * and the groups expanded, `a < x or (a = x and (b, id) > (y, z))`, with a non-strict bound on the first group in
  * front so an index on the first key still bounds the scan (leadingBound). With NOT NULL keys only, this is the
@@ -307,7 +307,7 @@ function sameFilter(a: Filter, b: Filter): boolean {
 
 /**
  * The filters of a query continued by a cursor: the cursor's. Each filter sent beside it must be one of
- * them (docs/api.md, "Cursors": filters sent beside a cursor must equal the cursor's; absent ones are taken from it).
+ * them (docs/reference/api.md, "Cursors": filters sent beside a cursor must equal the cursor's; absent ones are taken from it).
  */
 export function boundFilters(collection: Collection, sent: readonly Filter[], carried: unknown): Filter[] {
   if (!Array.isArray(carried) || !carried.every((p) => Array.isArray(p) && p.length === 2 && p.every((s) => typeof s === 'string'))) {

@@ -1,4 +1,4 @@
-// Offset-based pagination (docs/api.md, "Parameters", "The chunk"): `limit` and `offset`, absolute positions.
+// Offset-based pagination (docs/reference/api.md, "Parameters", "The chunk"): `limit` and `offset`, absolute positions.
 import { asc, desc, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Database } from '../../db/client.ts';
@@ -104,7 +104,7 @@ export const offsetVariant = defineVariant({
     const { href } = request;
     const { pageSize: limit, offset } = plan;
     const { items, more, size } = await fetchPositional(request, plan);
-    // The next offset is the current offset plus the current limit (docs/api.md, "Links").
+    // The next offset is the current offset plus the current limit (docs/reference/api.md, "Links").
     const links: Links = {
       self: href({ limit, offset }),
       next: more ? href({ limit, offset: offset + limit }) : undefined,

@@ -14,7 +14,7 @@ export interface SortKey {
 }
 
 /**
- * What a request costs, in allowance units (docs/rate-limit.md, "Cost";
+ * What a request costs, in allowance units (docs/reference/costs.md, "The rule";
  * lib/pagination/price.ts applies it). A unit is about a millisecond of database time: one unit per
  * started `itemsPerUnit` items of the chunk, plus one per whole `countedPerUnit` rows a count reads,
  * plus what the sort makes PostgreSQL read before the chunk: the rows an offset skips, and the whole
@@ -26,7 +26,7 @@ export interface CostRule {
   readonly countedPerUnit: number;
   /**
    * The sort keys (and the time field) that an index on (key, id) serves, each with the number of rows
-   * an offset skips along that index per unit (measured: docs/rate-limit.md, "What the numbers rest on"). A key missing here has no index.
+   * an offset skips along that index per unit (measured: docs/benchmarks.md, "What a unit buys"). A key missing here has no index.
    */
   readonly indexed: Readonly<Record<string, number>>;
   /**

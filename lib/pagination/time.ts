@@ -1,4 +1,4 @@
-// Time-based pagination (docs/api.md, "Keyset pagination"): `before` moves to older items, `after` to newer ones, by timestamp and id.
+// Time-based pagination (docs/reference/api.md, "Keyset pagination"): `before` moves to older items, `after` to newer ones, by timestamp and id.
 import { invalidCursor } from '../http/errors.ts';
 import type { CursorPayload } from './cursor-token.ts';
 import type { Filter } from './filters.ts';
@@ -130,7 +130,7 @@ function queryOf(request: QueryRequest): TimeQuery {
   if (before !== undefined) return { direction: 'older', position: { t: parse('before', before), i: '-' }, filters };
   const after = params.get('after');
   if (after !== undefined) return { direction: 'newer', position: { t: parse('after', after), i: '+' }, filters };
-  // No before or after: the newest items first; next moves to older ones (docs/api.md, "Parameters").
+  // No before or after: the newest items first; next moves to older ones (docs/reference/api.md, "Parameters").
   return { direction: 'older', position: null, filters };
 }
 

@@ -360,7 +360,7 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
         return {
           ...text(
             parse,
-            // A number too: the demo's cursors carried its ids so before it was served from its file (docs/api.md, "Values").
+            // A number too: the demo's cursors carried its ids so before it was served from its file (docs/reference/api.md, "Values").
             (value) =>
               Number.isSafeInteger(value) ||
               (isString(value) &&

@@ -46,10 +46,10 @@ export interface Decision {
 }
 
 /**
- * Units a lease's release gives back (a 304's: docs/rate-limit.md, "Conditional requests"): what
+ * Units a lease's release gives back (a 304's: docs/reference/costs.md, "Conditional requests"): what
  * its decision charged, and the expiry of the bucket they went into, which is the decision's `reset`.
  * Negative: units charged after the fact, a debt kept over later windows of `windowSeconds`, at most
- * `allowance` a window (docs/rate-limit.md, "Debts"); without them, all in that one bucket.
+ * `allowance` a window (docs/explanation/budgets.md, "Debts"); without them, all in that one bucket.
  */
 interface Refund {
   readonly units: number;

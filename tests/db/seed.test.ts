@@ -19,7 +19,7 @@ async function tableHash(sql: Sql | TransactionSql, table: SeedTable): Promise<s
 
 /**
  * What the generator makes for `sizes`, as tableHash reads it in UTC: hashed from the generator as it was
- * when docs/api.md's examples were taken (a Date per row), so a faster generator must make the same rows.
+ * when docs/reference/api.md's examples were taken (a Date per row), so a faster generator must make the same rows.
  */
 const GENERATED: Record<SeedTable, string> = {
   products: 'ca5d3eab04897fe621ce93e80b21e671',

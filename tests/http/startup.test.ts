@@ -198,7 +198,7 @@ t.test('with DATABASE_URL and no COLLECTIONS, start-up stops with one line and t
   t.equal(failed.code, 1);
   t.equal(
     failed.stderr,
-    'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/collections.md), or set COLLECTIONS=demo to serve the demo in this database',
+    'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/reference/collections-file.md), or set COLLECTIONS=demo to serve the demo in this database',
   );
   const sql = postgres(urlFor(name), { max: 1, onnotice: () => {} });
   const [made] = await sql`

@@ -298,7 +298,7 @@ t.test('sizes are charged as they are served: leading zeros change nothing', asy
   t.equal(requestCost(undefined, 'limit=100', SECRET), 1, 'no collection: 1');
 });
 
-// The rule's arithmetic, case by case (docs/rate-limit.md, "Cost", "Counts").
+// The rule's arithmetic, case by case (docs/reference/costs.md, "The rule", "Counts").
 const demo = demoRegistry();
 const productsCollection = demo.get('products')!;
 const RULE_SECRET = 'x'.repeat(32);

@@ -1,4 +1,4 @@
-// A request's statement budget (lib/ratelimit/budget.ts; docs/rate-limit.md, "Statement budgets"): its share of what
+// A request's statement budget (lib/ratelimit/budget.ts; docs/explanation/budgets.md, "Statement budgets"): its share of what
 // its client had, a third kept back for the cancel's lag, never less than the floor nor its own units, and never
 // a share of what the client's other requests in flight may still be charged for their time; and a request whose
 // client's requests in flight already used what it has left waits for them, then runs or is declined.
