@@ -80,7 +80,7 @@ const variantParamDocs: Record<VariantParam, (collection: Collection) => { descr
         },
       };
     }
-    const maximum = field.type === 'bigint' ? MAX_SAFE : field.type === 'smallint' ? 2 ** 15 - 1 : 2 ** 31 - 1;
+    const maximum = field.type === 'smallint' ? 2 ** 15 - 1 : 2 ** 31 - 1;
     return { description, schema: { type: 'integer', minimum: 0, maximum } };
   },
   before: (collection) => ({
@@ -147,8 +147,6 @@ function valueSchema(field: Field): Schema {
       return { type: 'integer', minimum: -(2 ** 15), maximum: 2 ** 15 - 1, examples: [1, 2] };
     case 'integer':
       return { type: 'integer', minimum: -(2 ** 31), maximum: 2 ** 31 - 1, examples: [1, 2] };
-    case 'bigint':
-      return { type: 'integer', minimum: -MAX_SAFE, maximum: MAX_SAFE, examples: [1, 2] };
     case 'int8':
       return {
         anyOf: [
@@ -173,13 +171,13 @@ function valueSchema(field: Field): Schema {
         examples: ['00000000-0000-0000-0000-000000000001', '00000000-0000-0000-0000-000000000002'],
       };
     case 'enum':
-      return facts?.labels?.length ? { type: 'string', enum: [...facts.labels] } : { type: 'string' };
+      return facts.labels?.length ? { type: 'string', enum: [...facts.labels] } : { type: 'string' };
     case 'date':
       return { type: 'string', format: 'date', examples: ['2020-02-01', '2020-03-01'] };
     case 'localTimestamp':
       return { type: 'string', pattern: ACCEPTED.localTimestamp.source, examples: ['2024-01-02T10:00:00.000001'] };
     case 'time':
-      return facts?.name === 'timetz'
+      return facts.name === 'timetz'
         ? { type: 'string', pattern: TIMETZ, examples: ['10:30:00+02:00'] }
         : { type: 'string', pattern: ACCEPTED.time.source, examples: ['10:30:00'] };
     case 'interval':
@@ -199,11 +197,10 @@ function valueSchema(field: Field): Schema {
 
 /** One value of an `in` list, as a pattern: what valueSchema takes, without commas. */
 function listValue(field: Field): string {
-  const labels = field.value.facts?.labels;
+  const labels = field.value.facts.labels;
   switch (field.type) {
     case 'smallint':
     case 'integer':
-    case 'bigint':
     case 'int8':
       return '-?\\d{1,20}';
     case 'decimal':
@@ -218,7 +215,7 @@ function listValue(field: Field): string {
     case 'localTimestamp':
       return inner(ACCEPTED.localTimestamp);
     case 'time':
-      return field.value.facts?.name === 'timetz' ? inner(new RegExp(TIMETZ)) : inner(ACCEPTED.time);
+      return field.value.facts.name === 'timetz' ? inner(new RegExp(TIMETZ)) : inner(ACCEPTED.time);
     case 'interval':
       return inner(ACCEPTED.interval);
     case 'timestamp':

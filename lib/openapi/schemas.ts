@@ -39,26 +39,24 @@ const PRINTED_UTC: Schema = { type: 'string', format: 'date-time', pattern: PRIN
  * A form RFC 3339 or JSON Schema has a format for says it (date, date-time, uuid, int64); the exceptions PostgreSQL
  * prints beside it are a second branch, each branch typed, so that generated types stay `string` or `number`.
  */
-function printedSchema(type: FieldType, facts: TypeFacts | undefined, element: boolean): Schema {
+function printedSchema(type: FieldType, facts: TypeFacts, element: boolean): Schema {
   switch (type) {
     case 'integer':
       return INT4;
     case 'smallint':
       return INT2;
-    case 'bigint':
-      return { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
     case 'int8':
       // No maximum: 2^63 − 1 has no exact double, and a bound the document rounds would be wrong.
       return { type: 'integer', format: 'int64' };
     case 'decimal':
       // numeric(p,s) holds NaN but no infinity (PostgreSQL refuses one: "numeric field overflow").
-      return { anyOf: [{ type: 'number' }, { type: 'string', enum: facts?.precision === undefined ? SPECIAL_NUMBERS : ['NaN'] }] };
+      return { anyOf: [{ type: 'number' }, { type: 'string', enum: facts.precision === undefined ? SPECIAL_NUMBERS : ['NaN'] }] };
     case 'float':
       return { anyOf: [{ type: 'number' }, { type: 'string', enum: SPECIAL_NUMBERS }] };
     case 'boolean':
       return { type: 'boolean' };
     case 'text':
-      if (facts?.length === undefined) return { type: 'string' };
+      if (facts.length === undefined) return { type: 'string' };
       // char(n) is padded to its n characters; varchar(n) holds at most n.
       return facts.name === 'bpchar'
         ? { type: 'string', minLength: facts.length, maxLength: facts.length }
@@ -66,7 +64,7 @@ function printedSchema(type: FieldType, facts: TypeFacts | undefined, element: b
     case 'uuid':
       return { type: 'string', format: 'uuid', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' };
     case 'enum':
-      return facts?.labels?.length ? { type: 'string', enum: [...facts.labels] } : { type: 'string' };
+      return facts.labels?.length ? { type: 'string', enum: [...facts.labels] } : { type: 'string' };
     case 'date':
       return {
         anyOf: [
@@ -80,7 +78,7 @@ function printedSchema(type: FieldType, facts: TypeFacts | undefined, element: b
     case 'localTimestamp':
       return { type: 'string', pattern: PRINTED.localTimestamp.source };
     case 'time':
-      return { type: 'string', pattern: (facts?.name === 'timetz' ? PRINTED.timetz : PRINTED.time).source };
+      return { type: 'string', pattern: (facts.name === 'timetz' ? PRINTED.timetz : PRINTED.time).source };
     case 'interval':
       return { type: 'string', pattern: PRINTED.interval.source };
     case 'json':
@@ -173,10 +171,11 @@ function orNull(schema: Schema, nullable = true): Schema {
 const MAX_DIMENSIONS = 6;
 
 /**
- * A field of a runtime collection: its value as printed, its description, null where the column allows it. An
- * array's elements may always be NULL: PostgreSQL has no NOT NULL for them.
+ * A field: its value as printed, its description (from the catalog's facts of its type), null where the column
+ * allows it. An array's elements may always be NULL: PostgreSQL has no NOT NULL for them.
  */
-function runtimeFieldSchema(field: Field, facts: TypeFacts): Schema {
+function fieldSchema(field: Field): Schema {
+  const { facts } = field.value;
   const { element } = facts;
   let schema = printedSchema(field.type, facts, false);
   if (field.type === 'array' && element !== undefined) {
@@ -195,16 +194,7 @@ function runtimeFieldSchema(field: Field, facts: TypeFacts): Schema {
 /** An item: the registry's fields in JSON order, each of its type, null where the column allows it. */
 function itemSchema(collection: Collection): Schema {
   const properties: Record<string, Schema> = {};
-  for (const [name, field] of collection.fields) {
-    const facts = field.value.facts;
-    if (facts !== undefined) {
-      properties[name] = runtimeFieldSchema(field, facts);
-      continue;
-    }
-    // Fields declared in code (defineCollection, as tests do) have no catalog facts: described by their type alone.
-    const schema = printedSchema(field.type, undefined, false);
-    properties[name] = orNull(field.type === 'timestamp' ? { ...schema, description: TIMESTAMP_NOTE } : schema, field.nullable);
-  }
+  for (const [name, field] of collection.fields) properties[name] = fieldSchema(field);
   return { type: 'object', properties, required: [...collection.fields.keys()], additionalProperties: false };
 }
 

@@ -1,6 +1,6 @@
 // Runtime collections: a collection of the collections file, resolved against the catalog (lib/collections), as the
 // registry's Collection that validation, SQL, links and costs are driven by, over a Drizzle table built at run time.
-import { getTableColumns } from 'drizzle-orm';
+import { getTableColumns, type SQL } from 'drizzle-orm';
 import { type AnyPgColumn, customType, type PgColumnBuilderBase, pgSchema, pgTable } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import type { CatalogModel } from '../catalog/model.ts';
@@ -11,7 +11,7 @@ import { parseCollectionsFile } from '../collections/parse.ts';
 import { CollectionsFileError } from '../collections/problems.ts';
 import { resolveCollections } from '../collections/resolve.ts';
 import type { CollectionsFile } from '../collections/schema.ts';
-import { type Collection, type CostRule, createRegistry, defineCollection, type Registry, type SortKey } from './registry.ts';
+import { type Collection, type CostRule, createRegistry, type Field, type Registry, type SortKey } from './registry.ts';
 import { sortParam, withTieBreaker } from './sort.ts';
 import { runtimeValueType } from './values.ts';
 
@@ -42,32 +42,36 @@ export function collectionOf(resolved: ResolvedCollection): Collection {
   const fieldNames = new Map(resolved.fields.map((field) => [field.column.name, field.name]));
   const fieldOf = (column: string) => fieldNames.get(column)!;
 
-  const fields: Record<string, Parameters<typeof defineCollection>[0]['fields'][string]> = {};
+  const fields = new Map<string, Field>();
+  const selection: Record<string, AnyPgColumn | SQL.Aliased> = {};
   resolved.fields.forEach((field, at) => {
+    const column = columns[`c${at}`]!;
     const elementKind = field.column.type.element ? valueKind(field.column.type.element) : undefined;
     const value = runtimeValueType(field.kind, field.column.type, elementKind);
     const nullable = field.column.nullable && !keyColumns.includes(field.column.name);
-    fields[field.name] = { column: columns[`c${at}`]!, type: value.type, value, nullable };
+    const select = value.select(column, field.name);
+    fields.set(field.name, { name: field.name, column, type: value.type, value, nullable, selection: select });
+    selection[field.name] = select;
   });
-  return defineCollection({
+  const key = keyColumns.map(fieldOf);
+  return Object.freeze({
     name: resolved.name,
     table,
     fields,
-    key: keyColumns.map(fieldOf),
+    key,
     variants: resolved.variants,
     defaultVariant: resolved.defaultVariant,
     filters: Object.fromEntries(Object.entries(resolved.filters).map(([column, operators]) => [fieldOf(column), operators])),
     sortKeys: Object.keys(resolved.sorts).map(fieldOf),
-    defaultSort: sortParam(
-      shortestOrder(
-        resolved.order.order.map((key) => ({ field: fieldOf(key.column), descending: key.descending })),
-        keyColumns.map(fieldOf),
-      ),
+    defaultSort: shortestOrder(
+      resolved.order.order.map((entry) => ({ field: fieldOf(entry.column), descending: entry.descending })),
+      key,
     ),
     ...(resolved.timeColumn === undefined ? {} : { timeField: fieldOf(resolved.timeColumn) }),
     pageSize: resolved.pageSize,
-    countThreshold: resolved.countThreshold,
     cost: costRuleOf(resolved, fieldOf),
+    countThreshold: resolved.countThreshold,
+    selection,
   });
 }
 

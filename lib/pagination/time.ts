@@ -22,20 +22,15 @@ import { type ChunkRequest, defineVariant, type QueryRequest, type Reading } fro
 type Direction = 'older' | 'newer';
 
 /**
- * A position between items: a timestamp and the id tie-breaker of the item there, or "-" / "+" for a
- * position before / after every item of that timestamp (what `before` and `after` mean). A collection whose key
- * is not the demo's integer `id` carries its key's values (`i` an array), and `inclusive` when the position
- * takes in its own item (what `id ± 1` does for an integer id: reversed).
+ * A position between items: a timestamp and the key's values of the item there (`i` an array), with `inclusive`
+ * when the position takes in its own item (reversed), or "-" / "+" for a position before / after every item of that
+ * timestamp (what `before` and `after` mean). The demo's cursors of an earlier release carry its integer id as a
+ * number (`id ± 1` steps over an item).
  */
 interface Position {
   readonly t: KeyValue;
   readonly i: number | '-' | '+' | readonly KeyValue[];
   readonly inclusive?: boolean;
-}
-
-/** Whether the collection's positions carry its one integer id as a number, as the demo's do (`id ± 1` steps over an item). */
-function numericId(collection: Collection): boolean {
-  return collection.key.length === 1 && collection.fields.get(collection.key[0]!)!.type === 'bigint';
 }
 
 interface TimeQuery {
@@ -80,7 +75,6 @@ function reversed(position: Position, from: Direction): Position {
 }
 
 function positionOfItem(collection: Collection, item: Item): Position {
-  if (numericId(collection)) return { t: item[timeField(collection)] as string, i: item[collection.key[0]!] as number };
   const [t, ...i] = positionOf(item, keysOf(collection, 'newer'), collection);
   return { t: t!, i };
 }
@@ -95,8 +89,8 @@ function isPositionKey(collection: Collection, i: unknown): boolean {
   if (i === '-' || i === '+') return true;
   // One integer id as a number: the demo's positions, which its cursors carried so before it was served from its
   // file (its id an int8 since), taken as they were (startOf, reversed).
-  if (numericId(collection) || Number.isSafeInteger(i)) {
-    return collection.key.length === 1 && Number.isSafeInteger(i) && isKeyValue(collection.fields.get(collection.key[0]!)!, i);
+  if (Number.isSafeInteger(i)) {
+    return collection.key.length === 1 && isKeyValue(collection.fields.get(collection.key[0]!)!, i);
   }
   return (
     Array.isArray(i) &&

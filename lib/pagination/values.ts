@@ -1,6 +1,5 @@
-// How a field's values travel (docs/api.md, "Values"): what an item selects and prints, what a cursor carries, how a
-// filter value is read and bound. The four types of a collection declared in code (lib/pagination/registry.ts), without
-// casts; a runtime collection's (lib/pagination/runtime.ts) from the column's type in the catalog, printed exactly:
+// How a field's values travel (docs/reference/api.md, "Values"): what an item selects and prints, what a cursor carries, how a
+// filter value is read and bound, from the column's type in the catalog (lib/pagination/runtime.ts), printed exactly:
 // never through a lossy JS number or a JS Date.
 // What the OpenAPI document says of them comes from here too: the type's facts, the forms printed and accepted.
 import { type Placeholder, type SQL, sql } from 'drizzle-orm';
@@ -11,13 +10,9 @@ import type { ValueKind } from '../collections/kinds.ts';
 import { invalidParameter } from '../http/errors.ts';
 import { epochSeconds, isTimestampText, parseTimestamp, timestampValue } from './timestamps.ts';
 
-/**
- * What a field is, as the OpenAPI document describes it. integer: int4; bigint: a declared collection's int8, read as JS
- * numbers; timestamp: timestamptz; the rest are a runtime collection's (int8 there is `int8`, exact).
- */
+/** What a field is, as the OpenAPI document describes it. integer: int4; int8: exact, never a JS number; timestamp: timestamptz. */
 export type FieldType =
   | 'integer'
-  | 'bigint'
   | 'text'
   | 'timestamp'
   | 'smallint'
@@ -36,7 +31,7 @@ export type FieldType =
   | 'tsvector'
   | 'bytea';
 
-/** One value of a cursor's position (null aside): a number for int2/int4 (and a declared collection's ids), text for the rest, or a boolean. */
+/** One value of a cursor's position (null aside): a number for int2/int4 (and the demo's ids in its earlier cursors), text for the rest, or a boolean. */
 export type KeyValue = string | number | boolean;
 
 export interface ValueType {
@@ -59,8 +54,8 @@ export interface ValueType {
   bind(text: string): KeyValue;
   /** An integer type: since_id takes it when it is the whole key. */
   readonly integer?: boolean;
-  /** What the catalog says of a runtime collection's column type (a declared one's have none): the OpenAPI document reads it. */
-  readonly facts?: TypeFacts;
+  /** What the catalog says of the column's type: the OpenAPI document reads it. */
+  readonly facts: TypeFacts;
 }
 
 /**
@@ -88,7 +83,6 @@ export interface TypeFacts {
   readonly element?: { readonly type: FieldType; readonly facts: TypeFacts; readonly nested: boolean };
 }
 
-const INT4 = 2n ** 31n;
 /** An integer written as plain decimal digits (a `-` where the range has negatives), within [min, max], as normalised text. */
 function integerParser(min: bigint, max: bigint): (name: string, text: string) => string {
   return (name, text) => {
@@ -99,71 +93,14 @@ function integerParser(min: bigint, max: bigint): (name: string, text: string) =
     return String(value);
   };
 }
-const parseInt4 = integerParser(-INT4, INT4 - 1n);
-const parseSafe = integerParser(BigInt(-Number.MAX_SAFE_INTEGER), BigInt(Number.MAX_SAFE_INTEGER));
 /** The longest value a text filter takes. */
 export const MAX_TEXT_LENGTH = 1000;
 
 const same = (column: AnyPgColumn | SQL): AnyPgColumn | SQL.Aliased => column as AnyPgColumn;
-const asIs = (value: KeyValue | Placeholder): SQL => sql`${value}`;
 
 function parseText(name: string, value: string): string {
   if (value.length > MAX_TEXT_LENGTH) throw invalidParameter(name, `must be at most ${MAX_TEXT_LENGTH} characters`);
   return value;
-}
-
-/**
- * The field types of a collection declared in code (defineCollection, a field without its value type): no casts,
- * ints bound as numbers. A runtime collection's timestamptz is the declared `timestamp`.
- */
-export type DeclaredType = 'integer' | 'bigint' | 'text' | 'timestamp';
-
-const DECLARED: Readonly<Record<DeclaredType, ValueType>> = {
-  integer: {
-    type: 'integer',
-    select: same,
-    isPosition: Number.isSafeInteger,
-    literal: asIs,
-    arrayType: 'int[]',
-    parse: (name, text) => parseInt4(name, text),
-    bind: Number,
-    integer: true,
-  },
-  bigint: {
-    type: 'bigint',
-    select: same,
-    isPosition: Number.isSafeInteger,
-    literal: asIs,
-    arrayType: 'bigint[]',
-    parse: (name, text) => parseSafe(name, text),
-    bind: Number,
-    integer: true,
-  },
-  text: {
-    type: 'text',
-    select: same,
-    isPosition: (value) => typeof value === 'string',
-    literal: asIs,
-    arrayType: 'text[]',
-    parse: parseText,
-    bind: (text) => text,
-  },
-  timestamp: {
-    type: 'timestamp',
-    // Exact epoch seconds, printed in JS (formatEpoch): undefined for what RFC 3339 cannot print.
-    select: (column, name) => epochSeconds(column).as(name),
-    print: (raw) => formatEpoch(raw as string),
-    isPosition: isTimestampText,
-    literal: (value) => timestampValue(value as string | Placeholder),
-    arrayType: 'timestamptz[]',
-    parse: parseTimestamp,
-    bind: (text) => text,
-  },
-};
-
-/** The value type of a declared field type. */
-export function declaredValueType(type: DeclaredType): ValueType {
-  return DECLARED[type];
 }
 
 // ---- Exact printing.
@@ -344,7 +281,7 @@ function factsOf(type: ColumnType, elementKind: ValueKind | undefined): TypeFact
   };
 }
 
-function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind): ValueType {
+function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind): Omit<ValueType, 'facts'> {
   const cast = castTo(type);
   const text = (parse: ValueType['parse'], isPosition: ValueType['isPosition'], select: ValueType['select'] = asText) => ({
     ...cast,
@@ -464,7 +401,17 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
         type: 'localTimestamp',
       };
     case 'timestamptz':
-      return DECLARED.timestamp;
+      return {
+        type: 'timestamp',
+        // Exact epoch seconds, printed in JS (formatEpoch): undefined for what RFC 3339 cannot print.
+        select: (column, name) => epochSeconds(column).as(name),
+        print: (raw) => formatEpoch(raw as string),
+        isPosition: isTimestampText,
+        literal: (value) => timestampValue(value as string | Placeholder),
+        arrayType: 'timestamptz[]',
+        parse: parseTimestamp,
+        bind: (text) => text,
+      };
     case 'time': {
       const zoned = type.name === 'timetz';
       return {

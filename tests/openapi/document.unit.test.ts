@@ -1,12 +1,12 @@
 // The OpenAPI document without a database: it validates as OpenAPI 3.1, and it is the registry's: a collection
-// declared in the registry appears with its parameters, filters, sort keys and item, with no other change.
+// added to the collections file appears with its parameters, filters, sort keys and item, with no other change.
 import { validate } from '@readme/openapi-parser';
 import t from 'tap';
 import { demoRegistry } from '../../demo/collections.ts';
-import { products } from '../../demo/schema.ts';
 import { openApiDocument } from '../../lib/openapi/document.ts';
-import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
+import { createRegistry } from '../../lib/pagination/registry.ts';
 import { variantParams } from '../../lib/pagination/variant-params.ts';
+import { snapshotRegistry } from '../helpers/collections.ts';
 import { documentChecker } from '../helpers/openapi.ts';
 
 // The query parameters: what a collection takes in its URL (If-None-Match, a header, aside).
@@ -22,39 +22,49 @@ t.test('the document of the demo collections validates as OpenAPI 3.1', async (t
   for (const name of Object.keys((document as any).components.schemas)) t.doesNotThrow(() => check(name, {}), `${name} compiles`);
 });
 
-t.test('a collection added to the registry appears in the document, with what it declares', async (t) => {
-  const widgets = defineCollection({
-    name: 'widgets',
-    table: products,
-    fields: {
-      id: { column: products.id, type: 'bigint' },
-      label: { column: products.name, type: 'text' },
-      madeAt: { column: products.createdAt, type: 'timestamp' },
-    },
-    variants: ['page', 'cursor'],
-    defaultVariant: 'page',
-    filters: { label: ['eq', 'prefix', 'ne'], madeAt: ['gte', 'in'] },
-    sortKeys: ['label', 'madeAt'],
-    defaultSort: '-madeAt',
-    pageSize: { default: 5, max: 7 },
-    cost: { itemsPerUnit: 10, countedPerUnit: 5_000, indexed: { id: 1000, label: 100, madeAt: 100 } },
-  });
+t.test('a collection added to the registry appears in the document, with what its file says', async (t) => {
+  const widgets = snapshotRegistry(`
+collections:
+  - relation: demo.products
+    name: widgets
+    fieldNames: camelCase
+    columns: [id, name, created_at]
+    variants: [page, cursor]
+    defaultVariant: page
+    filters: { name: [eq, prefix, ne], created_at: [gte, in] }
+    sort: [name, created_at]
+    order: -created_at
+    pageSize: { default: 5, max: 7 }
+    cost: { itemsPerUnit: 10, indexed: { id: 1000, name: 100, created_at: 100 } }
+`).get('widgets')!;
   const document: any = openApiDocument(createRegistry([...demoRegistry().values(), widgets]));
   t.same((await validate(structuredClone(document))).valid, true, 'still valid');
   const operation = document.paths['/v1/widgets'].get;
   t.same(
     names(operation).sort(),
-    ['page', 'page-size', 'cursor', 'since_id', 'sort', 'count', 'label', 'label[prefix]', 'label[ne]', 'madeAt[gte]', 'madeAt[in]'].sort(),
+    [
+      'page',
+      'page-size',
+      'cursor',
+      'since_id',
+      'sort',
+      'count',
+      'name',
+      'name[prefix]',
+      'name[ne]',
+      'createdAt[gte]',
+      'createdAt[in]',
+    ].sort(),
     'the variants’ parameters and every filter as spelled on the wire',
   );
   const param = (name: string) => operation.parameters.find((p: any) => p.name === name);
   t.same(param('page-size').schema, { type: 'integer', minimum: 1, maximum: 7 }, 'its page sizes');
   t.match(param('page-size').description, 'Default 5.');
   t.same(param('page-size')['x-variants'], ['page', 'cursor']);
-  t.equal(param('sort').schema.pattern, '^-?(?:label|madeAt)(?:,-?(?:label|madeAt))*$', 'its sort keys');
-  t.match(param('sort').description, 'Default: `-madeAt`.');
-  t.same(document.components.schemas.WidgetsItem.properties.madeAt.format, 'date-time', 'the item schema from its fields and types');
-  t.same(document.components.schemas.WidgetsItem.required, ['id', 'label', 'madeAt']);
+  t.equal(param('sort').schema.pattern, '^-?(?:name|createdAt)(?:,-?(?:name|createdAt))*$', 'its sort keys');
+  t.match(param('sort').description, 'Default: `-createdAt`.');
+  t.same(document.components.schemas.WidgetsItem.properties.createdAt.format, 'date-time', 'the item schema from its fields and types');
+  t.same(document.components.schemas.WidgetsItem.required, ['id', 'name', 'createdAt']);
   t.same(operation.responses['200'].content['application/json'].schema, {
     oneOf: [{ $ref: '#/components/schemas/WidgetsPageChunk' }, { $ref: '#/components/schemas/WidgetsCursorChunk' }],
   });

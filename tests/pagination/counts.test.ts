@@ -1,32 +1,24 @@
 // The default count: exact under the collection's threshold, the planner's estimate above it, and the chunk
 // says which; a count is charged by the rows it reads, priced up front from the estimate and settled after.
 import t from 'tap';
-import { products } from '../../demo/schema.ts';
-import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { testApp } from '../helpers/app.ts';
+import { snapshotRegistry } from '../helpers/collections.ts';
 import { chargedUnits, limits, setTier } from '../helpers/limiter.ts';
 
 // The demo products with a small threshold and price, so that a few hundred rows stand for a big table:
 // exact under 50 rows, one unit per 20 rows counted.
-const registry = createRegistry([
-  defineCollection({
-    name: 'products',
-    table: products,
-    fields: {
-      id: { column: products.id, type: 'bigint' },
-      name: { column: products.name, type: 'text' },
-      category: { column: products.category, type: 'text' },
-    },
-    variants: ['offset', 'page'],
-    defaultVariant: 'offset',
-    filters: { category: ['eq'] },
-    sortKeys: ['id'],
-    defaultSort: 'id',
-    pageSize: { default: 20, max: 100 },
-    cost: { itemsPerUnit: 50, countedPerUnit: 20, indexed: { id: 10_000 } },
-    countThreshold: 50,
-  }),
-]);
+const registry = snapshotRegistry(`
+collections:
+  - relation: demo.products
+    columns: [id, name, category]
+    variants: [offset, page]
+    defaultVariant: offset
+    filters: { category: [eq] }
+    sort: [id]
+    order: id
+    countThreshold: 50
+    cost: { countedPerUnit: 20 }
+`);
 
 async function sized(t: { teardown(fn: () => unknown): void }, rows: number) {
   const api = await testApp(t, { seed: { products: rows }, registry, rateLimit: true });

@@ -3,34 +3,50 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { demoRegistry } from '../../demo/collections.ts';
-import { products } from '../../demo/schema.ts';
+import type { CatalogModel } from '../../lib/catalog/model.ts';
+import { CollectionsFileError } from '../../lib/collections/problems.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
 import { parseQueryString } from '../../lib/pagination/params.ts';
-import { requestCost } from '../../lib/pagination/price.ts';
-import { type Collection, type CollectionDeclaration, defineCollection } from '../../lib/pagination/registry.ts';
-import { readQuery } from '../../lib/pagination/serve.ts';
+import { readQuery, requestCost } from '../../lib/pagination/prepare.ts';
+import type { Collection } from '../../lib/pagination/registry.ts';
+import { demoCatalog, snapshotRegistry } from '../helpers/collections.ts';
 
 const SECRET = 'cost-unit-secret-0123456789abcdefghij';
-// The demo collections, and one whose name sort has no index (docs/rate-limit.md, "Cost": unindexedSort), so that the
-// order's first key changes what a chunk costs.
+
+/** The demo's catalog as it would be had demo.products no index but its primary key's: nothing serves a sort by name. */
+function withoutProductIndexes(): CatalogModel {
+  const catalog = demoCatalog();
+  return {
+    relations: catalog.relations.map((relation) =>
+      relation.schema === 'demo' && relation.name === 'products'
+        ? { ...relation, indexes: relation.indexes.filter((index) => index.primary) }
+        : relation,
+    ),
+  };
+}
+
+/** A collection over those products, its name sort accepted without an index at 250 units (docs/reference/costs.md, "The rule": unindexedSort). */
+const unindexedFile = (settings: string) => `
+collections:
+  - relation: demo.products
+    name: unindexed
+    columns: [id, name]
+    sort: [id, name]
+    order: id
+    unindexedSorts: true
+${settings}`;
+
+// The demo collections, and one whose name sort has no index, so that the order's first key changes what a chunk costs.
 const registry = new Map([
   ...demoRegistry(),
-  [
-    'unindexed',
-    defineCollection({
-      name: 'unindexed',
-      table: products,
-      fields: { id: { column: products.id, type: 'bigint' }, name: { column: products.name, type: 'text' } },
-      variants: ['offset', 'page', 'cursor'],
-      defaultVariant: 'offset',
-      filters: { name: ['eq', 'prefix'] },
-      sortKeys: ['id', 'name'],
-      defaultSort: 'id',
-      pageSize: { default: 20, max: 100 },
-      cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 }, unindexedSort: 250 },
-    }),
-  ],
+  ...snapshotRegistry(
+    unindexedFile(`    variants: [offset, page, cursor]
+    defaultVariant: offset
+    filters: { name: [eq, prefix] }
+    cost: { unindexedSort: 250 }`),
+    withoutProductIndexes(),
+  ),
 ]);
 const collections = [...registry.values()];
 
@@ -373,21 +389,13 @@ t.test('a malformed query still costs 1, whatever it asks for', async (t) => {
   }
 });
 
-const withUnindexedName: CollectionDeclaration = {
-  name: 'unindexed',
-  table: products,
-  fields: { id: { column: products.id, type: 'bigint' }, name: { column: products.name, type: 'text' } },
-  variants: ['offset', 'cursor'],
-  defaultVariant: 'offset',
-  filters: {},
-  sortKeys: ['id', 'name'],
-  defaultSort: 'id',
-  pageSize: { default: 20, max: 100 },
-  cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 }, unindexedSort: 250 },
-};
+const withUnindexedName = unindexedFile(`    variants: [offset, cursor]
+    defaultVariant: offset
+    filters: {}`);
 
-t.test('a sort whose first key has no index costs the declared surcharge, in every variant', async (t) => {
-  const collection = defineCollection(withUnindexedName);
+t.test('a sort whose first key has no index costs the surcharge, in every variant', async (t) => {
+  const collection = snapshotRegistry(`${withUnindexedName}\n    cost: { unindexedSort: 250 }`, withoutProductIndexes()).get('unindexed')!;
+  t.same(collection.cost, { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 }, unindexedSort: 250 }, 'its rule');
   t.equal(requestCost(collection, '', RULE_SECRET), 1, 'the default order has an index');
   t.equal(requestCost(collection, 'count=none&sort=name', RULE_SECRET), 251);
   t.equal(requestCost(collection, 'count=none&sort=-name,id&offset=50000', RULE_SECRET), 256, 'the offset as along the slowest index');
@@ -397,15 +405,24 @@ t.test('a sort whose first key has no index costs the declared surcharge, in eve
   t.equal(requestCost(collection, `page-size=20&cursor=${cursor}`, RULE_SECRET), 251, 'cursor variant, later chunks');
 });
 
-t.test('a declaration must price every order it offers', async (t) => {
-  const { unindexedSort: _, ...costWithout } = withUnindexedName.cost;
-  t.throws(() => defineCollection({ ...withUnindexedName, cost: costWithout }), {
-    message: 'Invalid collection unindexed: name has no index declared in its cost rule, so the rule needs a positive unindexedSort',
-  });
-  t.throws(() => defineCollection({ ...withUnindexedName, cost: { ...withUnindexedName.cost, indexed: { id: 0 } } }), {
-    message: 'Invalid collection unindexed: cost of the index on id must be a positive whole number of rows',
-  });
-  t.throws(() => defineCollection({ ...withUnindexedName, cost: { ...withUnindexedName.cost, indexed: { nope: 10 } } }), {
-    message: 'Invalid collection unindexed: cost of an index on unknown field nope',
-  });
+t.test('a file must price every order it offers: its problems, one line each', async (t) => {
+  const problems = (yaml: string) => {
+    try {
+      snapshotRegistry(yaml, withoutProductIndexes());
+      return [];
+    } catch (error) {
+      if (error instanceof CollectionsFileError) return error.problems;
+      throw error;
+    }
+  };
+  const line = (problem: string) => `Invalid collections file collections.yaml, collection unindexed: ${problem}`;
+  // Without unindexedSorts: true, a sort no index serves is refused (with it, its surcharge defaults to the
+  // relation's estimated rows: every order has a price).
+  t.same(problems(withUnindexedName.replace('    unindexedSorts: true\n', '')), [
+    line('sort by name: no btree index serves it (name, id); add one, or accept it with unindexedSorts: true'),
+  ]);
+  t.same(problems(`${withUnindexedName}\n    cost: { indexed: { id: 0 } }`), [line('cost.indexed.id must be a whole number from 1')]);
+  t.same(problems(`${withUnindexedName}\n    cost: { indexed: { nope: 10 } }`), [
+    line('cost.indexed column nope: no such column in demo.products'),
+  ]);
 });

@@ -1,14 +1,14 @@
 // Prepared queries per shape: one named statement per shape and connection, planned once (a generic plan)
 // however many times and with whatever values it runs; a bounded cache; a bounded number of named statements.
-import { bigint, pgTable, timestamp } from 'drizzle-orm/pg-core';
 import t, { type Test } from 'tap';
 import { type Database, openDatabase } from '../../db/client.ts';
 import { demoRegistry } from '../../demo/collections.ts';
 import { seedTable } from '../../demo/seed.ts';
-import { createRegistry, defineCollection, type Registry } from '../../lib/pagination/registry.ts';
+import type { Registry } from '../../lib/pagination/registry.ts';
 import { Lru, NAMED_SHAPES, SHAPE_CACHE_SIZE } from '../../lib/pagination/shapes.ts';
 import { buildApp } from '../../lib/service/app.ts';
 import { parseConfig } from '../../lib/service/config.ts';
+import { makeScratch, scratchRegistry } from '../helpers/collections.ts';
 import { testDatabase } from '../helpers/db.ts';
 
 interface Prepared {
@@ -176,37 +176,35 @@ t.test(`past ${NAMED_SHAPES} shapes, new shapes run unnamed: statements per conn
   t.equal((await prepared()).length - before, NAMED_SHAPES, 'and no statement was added');
 });
 
-// A table without the constraints of the demo tables: a collection over it can hold what RFC 3339 cannot print.
-const stampTable = (name: string) =>
-  pgTable(name, {
-    id: bigint('id', { mode: 'number' }).primaryKey(),
-    at: timestamp('at', { withTimezone: true, precision: 6, mode: 'string' }).notNull(),
-  });
-const unchecked = stampTable('unchecked_stamps');
+// Tables without the constraints of the demo tables: a collection over one can hold what RFC 3339 cannot print.
+const STAMP_TABLES = `
+  create table unchecked_stamps (id bigint primary key, at timestamptz not null);
+  create table other_stamps (id bigint primary key, at timestamptz not null);`;
 
 t.test('a timestamp RFC 3339 cannot print fails its request with a 500, logged; the service goes on', async (t) => {
-  const stamps = defineCollection({
-    name: 'stamps',
-    table: unchecked,
-    fields: { id: { column: unchecked.id, type: 'bigint' }, at: { column: unchecked.at, type: 'timestamp' } },
-    variants: ['offset', 'cursor'],
-    defaultVariant: 'offset',
-    filters: { id: ['eq'] },
-    sortKeys: ['id'],
-    defaultSort: 'id',
-    pageSize: { default: 20, max: 100 },
-    cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 } },
-  });
   const db = await testDatabase(t);
-  await db.sql`create table unchecked_stamps (id bigint primary key, at timestamptz not null)`;
+  await makeScratch(db.sql, STAMP_TABLES);
+  const stamps = await scratchRegistry(
+    db.sql,
+    `
+collections:
+  - relation: scratch.unchecked_stamps
+    name: stamps
+    variants: [offset, cursor]
+    defaultVariant: offset
+    filters: { id: [eq] }
+    sort: [id]
+    order: id
+`,
+  );
   const odd = ['infinity', '-infinity', '10000-01-01T00:00:00Z', '0044-03-15 12:00:00+00 BC', '0001-12-31 23:59:59.999999+00 BC'];
-  await db.sql`insert into unchecked_stamps values (1, '2025-01-01T00:00:00.5Z')`;
-  for (const [at, value] of odd.entries()) await db.sql`insert into unchecked_stamps values (${at + 2}, ${value}::timestamptz)`;
+  await db.sql`insert into scratch.unchecked_stamps values (1, '2025-01-01T00:00:00.5Z')`;
+  for (const [at, value] of odd.entries()) await db.sql`insert into scratch.unchecked_stamps values (${at + 2}, ${value}::timestamptz)`;
   const logged: unknown[] = [];
   const app = buildApp({
     database: db as Database,
     config: parseConfig({}),
-    registry: createRegistry([stamps]),
+    registry: stamps,
     cursorSecret: 'x'.repeat(32),
     log: (error) => logged.push(error),
   });
@@ -247,30 +245,18 @@ t.test('the LRU keeps the entries used last', async (t) => {
 
 t.test('the shape cache tells apart collections of the same name over different tables', async (t) => {
   // Two registries whose "things" differ: each app must read its own table, though the names are the same.
-  const make = (table: ReturnType<typeof stampTable>) =>
-    defineCollection({
-      name: 'things',
-      table,
-      fields: { id: { column: table.id, type: 'bigint' }, at: { column: table.at, type: 'timestamp' } },
-      variants: ['cursor'],
-      defaultVariant: 'cursor',
-      filters: {},
-      sortKeys: ['id'],
-      defaultSort: 'id',
-      pageSize: { default: 20, max: 100 },
-      cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 } },
-    });
-  const other = stampTable('other_stamps');
   const db = await testDatabase(t);
-  await db.sql`create table unchecked_stamps (id bigint primary key, at timestamptz not null)`;
-  await db.sql`create table other_stamps (id bigint primary key, at timestamptz not null)`;
-  await db.sql`insert into unchecked_stamps values (1, '2025-01-01T00:00:00Z')`;
-  await db.sql`insert into other_stamps values (2, '2026-01-01T00:00:00Z')`;
-  const apps = [make(unchecked), make(other)].map((collection) =>
+  await makeScratch(db.sql, STAMP_TABLES);
+  const things = (table: string) =>
+    scratchRegistry(db.sql, `collections: [{relation: scratch.${table}, name: things, variants: [cursor], filters: {}, sort: [id]}]`);
+  await db.sql`insert into scratch.unchecked_stamps values (1, '2025-01-01T00:00:00Z')`;
+  await db.sql`insert into scratch.other_stamps values (2, '2026-01-01T00:00:00Z')`;
+  const registries = [await things('unchecked_stamps'), await things('other_stamps')];
+  const apps = registries.map((registry) =>
     buildApp({
       database: db as Database,
       config: parseConfig({}),
-      registry: createRegistry([collection]),
+      registry,
       cursorSecret: 'x'.repeat(32),
       log: () => {},
     }),

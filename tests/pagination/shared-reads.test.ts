@@ -1,13 +1,12 @@
 // Identical reads asked for in the same turn of the event loop share one statement (lib/pagination/shapes.ts,
 // runShape); a read asked for after the statement was sent gets its own; every request is still charged.
 import { sql as drizzleSql } from 'drizzle-orm';
-import { bigint, pgTable } from 'drizzle-orm/pg-core';
 import t from 'tap';
 import { openDatabase } from '../../db/client.ts';
 import { createLogger } from '../../lib/http/logger.ts';
-import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { runShape, shapeOf } from '../../lib/pagination/shapes.ts';
 import { testApp } from '../helpers/app.ts';
+import { makeScratch, registryAhead } from '../helpers/collections.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';
 import { type LogLine, logLines } from '../helpers/logs.ts';
@@ -24,8 +23,9 @@ t.test('reads of one shape and values in one turn share a statement; others, and
 
   const same = await Promise.all(Array.from({ length: 5 }, () => runShape(db, counted, { x: 1 })));
   t.same(same[0], [[1, 1]], 'one statement ran');
-  t.ok(
-    same.every((rows) => rows === same[0]),
+  t.same(
+    same.map((rows) => rows === same[0]),
+    [true, true, true, true, true],
     'all five got the same rows',
   );
 
@@ -86,33 +86,29 @@ t.test('a statement that fails rejects every read that joined it; the next turn 
   t.same(await runShape(db, divide, { x: 5 }), [[2]]);
 });
 
-const counted = pgTable('counted', {
-  id: bigint('id', { mode: 'number' }).primaryKey(),
-  n: bigint('n', { mode: 'number' }).notNull(),
-});
-
-const countedCollection = defineCollection({
-  name: 'counted',
-  table: counted,
-  fields: { id: { column: counted.id, type: 'bigint' }, n: { column: counted.n, type: 'bigint' } },
-  variants: ['offset', 'cursor'],
-  defaultVariant: 'cursor',
-  filters: { id: ['eq', 'gt'] },
-  sortKeys: ['id'],
-  defaultSort: 'id',
-  pageSize: { default: 5, max: 100 },
-  cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 } },
-});
-
 /** A view whose column `n` is drawn from a sequence at every read: two statements never answer alike. */
-async function countedView(sql: import('postgres').Sql): Promise<void> {
-  await sql`create sequence counted_reads`;
-  await sql`create view counted as select id::int8 as id, nextval('counted_reads') as n from generate_series(1, 50) as id`;
-}
+const COUNTED_VIEW = `
+  create sequence counted_reads;
+  create view counted as select id::int8 as id, nextval('counted_reads') as n from generate_series(1, 50) as id;`;
+/** Served with its order by id priced as along the key's index, which a view has not. */
+const COUNTED_FILE = `
+collections:
+  - relation: scratch.counted
+    key: [id]
+    variants: [offset, cursor]
+    defaultVariant: cursor
+    filters: { id: [eq, gt] }
+    sort: [id]
+    order: id
+    unindexedSorts: true
+    pageSize: { default: 5 }
+    cost: { indexed: { id: 10000 } }
+`;
 
 t.test('identical requests at the same time get one read and answers alike; each is charged', async (t) => {
-  const api = await testApp(t, { registry: createRegistry([countedCollection]) });
-  await countedView(api.database.sql);
+  const registry = await registryAhead(t, COUNTED_VIEW, COUNTED_FILE);
+  const api = await testApp(t, { registry });
+  await makeScratch(api.database.sql, COUNTED_VIEW);
   const bodies = await Promise.all(Array.from({ length: 8 }, () => api.request('/v1/counted?page-size=5').then((res) => res.text())));
   t.equal(new Set(bodies).size, 1, 'eight answers alike, so one statement read them');
   t.match(JSON.parse(bodies[0]!), { counted: [{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }, { id: 5 }] });
@@ -129,8 +125,8 @@ t.test('identical requests at the same time get one read and answers alike; each
     'another offset reads its own rows',
   );
 
-  const limited = await testApp(t, { registry: createRegistry([countedCollection]), rateLimit: true });
-  await countedView(limited.database.sql);
+  const limited = await testApp(t, { registry, rateLimit: true });
+  await makeScratch(limited.database.sql, COUNTED_VIEW);
   const remainingOf = (res: Response) => Number(res.headers.get('x-ratelimit-remaining'));
   const alone = await limited.request('/v1/counted?page-size=5');
   const limit = Number(alone.headers.get('x-ratelimit-limit'));
@@ -153,13 +149,15 @@ t.test('identical requests at the same time get one read and answers alike; each
 t.test("the request log counts a shared statement's time once: each request its share", async (t) => {
   let raw = '';
   const logger = createLogger({ level: 'info', destination: { write: (text: string) => (raw += text) } });
-  const api = await testApp(t, { registry: createRegistry([countedCollection]), rateLimit: true, logger });
+  const api = await testApp(t, { registry: await registryAhead(t, COUNTED_VIEW, COUNTED_FILE), rateLimit: true, logger });
   // Room for the reads' time: a budget of seconds each.
   await setTier(api.database.sql, 'anonymous', { allowance: 100_000, windowSeconds: 60, concurrency: 8 });
-  await api.database.sql`create sequence counted_reads`;
   // 50 ms a read, so that its time stands well above the clock's grain.
-  await api.database.sql`
-    create view counted as select id::int8 as id, nextval('counted_reads') as n from generate_series(1, 50) as id, (select pg_sleep(0.05)) as slept`;
+  await makeScratch(
+    api.database.sql,
+    `create sequence counted_reads;
+    create view counted as select id::int8 as id, nextval('counted_reads') as n from generate_series(1, 50) as id, (select pg_sleep(0.05)) as slept`,
+  );
   const alone = await api.request('/v1/counted?page-size=5');
   t.equal(alone.status, 200);
   await alone.arrayBuffer();

@@ -1,12 +1,12 @@
 // Choosing the variant, without a database: the table of parameters walked for every demo collection.
 import t from 'tap';
 import { demoRegistry } from '../../demo/collections.ts';
-import { products } from '../../demo/schema.ts';
 import { encodeCursor } from '../../lib/pagination/cursor-token.ts';
-import { type Collection, defineCollection, type VariantName } from '../../lib/pagination/registry.ts';
-import { readQuery } from '../../lib/pagination/serve.ts';
+import { readQuery } from '../../lib/pagination/prepare.ts';
+import type { Collection, VariantName } from '../../lib/pagination/registry.ts';
 import { checkParamsTaken, POSITION_PARAMS, takes, variantParams } from '../../lib/pagination/variant-params.ts';
 import { selectVariant } from '../../lib/pagination/variants.ts';
+import { snapshotRegistry } from '../helpers/collections.ts';
 import { conflicting, invalidCursor, invalidParameter, problemOf } from '../helpers/problem.ts';
 
 const SECRET = 'variants-unit-secret-0123456789abcdef';
@@ -183,8 +183,9 @@ t.test('parameters of two families are a 400 naming every one of them, before an
           { ...conflicting([], reason), invalid_params: sorted([a, b]) },
           label,
         );
-        t.ok(
-          outcome.invalid_params!.every((p) => p.reason === reason),
+        t.same(
+          outcome.invalid_params!.map((p) => p.reason),
+          [reason, reason],
           `${label}: the reason`,
         );
       }
@@ -315,19 +316,19 @@ t.test(
   'collections beyond the demo ones: page-size alone picks page without a keyset variant, and is named when there is none',
   async (t) => {
     const declare = (name: string, variants: VariantName[], defaultVariant: VariantName): Collection =>
-      defineCollection({
-        name,
-        table: products,
-        fields: { id: { column: products.id, type: 'bigint' }, createdAt: { column: products.createdAt, type: 'timestamp' } },
-        variants,
-        defaultVariant,
-        filters: {},
-        sortKeys: ['id'],
-        defaultSort: 'id',
-        timeField: 'createdAt',
-        pageSize: { default: 20, max: 100 },
-        cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000, createdAt: 1_000 } },
-      });
+      snapshotRegistry(`
+collections:
+  - relation: demo.products
+    name: ${name}
+    fieldNames: camelCase
+    columns: [id, created_at]
+    variants: [${variants.join(', ')}]
+    defaultVariant: ${defaultVariant}
+    ${variants.includes('time') ? 'timeColumn: created_at' : ''}
+    filters: {}
+    sort: [id]
+    order: id
+`).get(name)!;
     t.equal(selectVariant(declare('paged', ['offset', 'page'], 'offset'), query('page-size'), SECRET).variant, 'page');
     t.equal(
       selectVariant(declare('both', ['cursor', 'time'], 'cursor'), query('page-size'), SECRET).variant,

@@ -1,13 +1,11 @@
 // Costs that follow the work (issue 39): a read is settled at what its statements really took, no statement
 // runs longer than its client can pay for, a debt is kept until paid, and a declined request costs no
 // planner work. Each test reproduces one of the breakages found on main 655dfbc and fails there.
-import { bigint, pgTable } from 'drizzle-orm/pg-core';
 import postgres from 'postgres';
 import t from 'tap';
-import { products } from '../../demo/schema.ts';
 import { createLogger } from '../../lib/http/logger.ts';
-import { createRegistry, defineCollection } from '../../lib/pagination/registry.ts';
 import { testApp } from '../helpers/app.ts';
+import { makeScratch, registryAhead, snapshotRegistry } from '../helpers/collections.ts';
 import { chargedUnits, limits, setTier } from '../helpers/limiter.ts';
 import { type LogLine, logLines } from '../helpers/logs.ts';
 
@@ -125,29 +123,33 @@ t.test('where pg_cancel_backend fails on the watch connection, a cancel request 
 });
 
 // A collection over a view that sleeps 3 s at every read: a statement that runs (not one waiting for a lock)
-// well past any budget here.
-const slowTable = pgTable('slow', { id: bigint('id', { mode: 'number' }).primaryKey() });
-const slowCollections = createRegistry([
-  defineCollection({
-    name: 'slow',
-    table: slowTable,
-    fields: { id: { column: slowTable.id, type: 'bigint' } },
-    variants: ['cursor'],
-    defaultVariant: 'cursor',
-    filters: { id: ['eq'] },
-    sortKeys: ['id'],
-    defaultSort: 'id',
-    pageSize: { default: 5, max: 100 },
-    cost: { itemsPerUnit: 50, countedPerUnit: 5_000, indexed: { id: 10_000 } },
-  }),
-]);
+// well past any budget here. A view has no index: its order by id is priced as along the key's, a chunk 1 unit.
+const SLOW_VIEW = 'create view slow as select id::int8 as id from generate_series(1, 10) as id, (select pg_sleep(3)) as slept';
+const SLOW_FILE = `
+collections:
+  - relation: scratch.slow
+    key: [id]
+    variants: [cursor]
+    filters: { id: [eq] }
+    sort: [id]
+    order: id
+    unindexedSorts: true
+    pageSize: { default: 5 }
+    cost: { indexed: { id: 10000 } }
+`;
+
+/** The app serving the slow view, which its database then holds. */
+async function slowApp(t: { teardown(fn: () => unknown): void }, options: Parameters<typeof testApp>[1] = {}) {
+  const api = await testApp(t, { registry: await registryAhead(t, SLOW_VIEW, SLOW_FILE), rateLimit: true, ...options });
+  await makeScratch(api.database.sql, SLOW_VIEW);
+  return api;
+}
 
 t.test("a request that waited for its client's statement and found it spent what it had left is declined, charged nothing", async (t) => {
   let log = '';
   const logger = createLogger({ level: 'info', destination: { write: (text: string) => (log += text) } });
   const raw = () => log;
-  const api = await testApp(t, { registry: slowCollections, rateLimit: true, logger });
-  await api.database.sql`create view slow as select id::int8 as id from generate_series(1, 10) as id, (select pg_sleep(3)) as slept`;
+  const api = await slowApp(t, { logger });
   // 12 units, 4 in flight: the first read may run the floor's 50 ms, 25 units; it is cut short no sooner than
   // half of it (its cancel sent early by the cancels' lag: lib/pagination/shapes.ts), so charged 12 at least.
   await setTier(api.database.sql, 'anonymous', { allowance: 12, windowSeconds: 60, concurrency: 4 });
@@ -175,8 +177,7 @@ t.test("a request that waited for its client's statement and found it spent what
 });
 
 t.test('where the watch connection stopped answering, a cancel request cuts the statement short all the same', async (t) => {
-  const api = await testApp(t, { registry: slowCollections, rateLimit: true });
-  await api.database.sql`create view slow as select id::int8 as id from generate_series(1, 10) as id, (select pg_sleep(3)) as slept`;
+  const api = await slowApp(t);
   await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
   // The watch connection made, then its backend stopped: it takes the cancel's statement and never answers.
   await api.database.reads.watch`select 1`;
@@ -217,25 +218,17 @@ t.test("a statement waiting for a lock is not cut short as its client's work: th
 
 // The demo products with a small count rule, so that a few hundred rows stand for a big table: one unit per
 // 20 rows counted, per 10 rows skipped along the primary key.
-const small = createRegistry([
-  defineCollection({
-    name: 'products',
-    table: products,
-    fields: {
-      id: { column: products.id, type: 'bigint' },
-      name: { column: products.name, type: 'text' },
-      category: { column: products.category, type: 'text' },
-    },
-    variants: ['offset'],
-    defaultVariant: 'offset',
-    filters: { category: ['eq'], name: ['eq'] },
-    sortKeys: ['id'],
-    defaultSort: 'id',
-    pageSize: { default: 20, max: 100 },
-    cost: { itemsPerUnit: 50, countedPerUnit: 20, indexed: { id: 10 } },
-    countThreshold: 50,
-  }),
-]);
+const small = snapshotRegistry(`
+collections:
+  - relation: demo.products
+    columns: [id, name, category]
+    variants: [offset]
+    filters: { category: [eq], name: [eq] }
+    sort: [id]
+    order: id
+    countThreshold: 50
+    cost: { countedPerUnit: 20, indexed: { id: 10 } }
+`);
 
 async function sized(t: { teardown(fn: () => unknown): void }, rows: number, options: { statementTimeoutMs?: number } = {}) {
   const api = await testApp(t, { seed: { products: rows }, registry: small, rateLimit: true, ...options });
@@ -252,8 +245,8 @@ t.test('count=exact never costs less than count=none, and a settlement never giv
   const none = await api.request(`${chunk}&count=none`, { address: '192.0.2.20' });
   const noneCost = 30 - limits(none).remaining;
   t.equal(noneCost, 26, '5 items (1) and 250 rows skipped (25)');
-  // Priced 26 + 25 (500 rows by the estimate): more than the allowance of 30. It was charged 30, then given
-  // back what the estimate overpriced, 20, against its uncapped price: 10 units, less than without the count.
+  // Priced 26 + 25 (500 rows by the estimate): more than the whole allowance of 30. Refused once the estimate is
+  // in, before any statement runs, it keeps 1 unit of its charge, the planner's (docs/reference/costs.md, "Counts").
   const exact = await api.request(`${chunk}&count=exact`, { address: '192.0.2.21' });
   const exactCost = 30 - limits(exact).remaining;
   t.equal(exact.status, 403, 'more than a whole allowance: refused as such');
