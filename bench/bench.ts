@@ -1,5 +1,6 @@
 // `npm run bench`: seeds 1M products into the `bench` database, starts the servers, runs every scenario, prints one table.
 import { parseArgs } from 'node:util';
+import { type Against, checkoutAgainst, twinComparisons, twinServer, withTwins } from './against.ts';
 import { type CeilingOptions, ceilingDatabase, runCeiling } from './ceiling.ts';
 import { type BenchDatabase, benchDatabaseName, ensureProducts, measureSeeding, openBenchDatabase, postgresServer } from './database.ts';
 import { type LoadOptions, type Measurement, measure } from './measure.ts';
@@ -24,8 +25,10 @@ const PRODUCTS = 1_000_000;
 /** The seeding measurement, selected by --only like a row. */
 const SEEDING = `seeding ${PRODUCTS.toLocaleString('en')} products`;
 const SEEDING_TARGET_SECONDS = 10;
+/** The most seconds of the window in which a row's allocations are measured, after its measured seconds. */
+const ALLOC_SECONDS = 3;
 const USAGE = [
-  'Usage: npm run bench -- [--rounds N] [--duration S] [--warmup S] [--connections N] [--only TEXT]',
+  'Usage: npm run bench -- [--rounds N] [--duration S] [--warmup S] [--connections N] [--only TEXT]... [--against REF] [--allocations]',
   '       npm run bench -- --ceiling [--duration S] [--warmup S] [--connections N] [--subjects 1,1000,100000] [--batches 1,8]',
   '       npm run bench -- --sizes 50000,10000000 [--rounds N] [--duration S] [--warmup S] [--connections N] [--only TEXT]',
 ].join('\n');
@@ -34,8 +37,13 @@ const USAGE = [
 const log = (line: string) => console.error(line);
 
 interface BenchOptions extends LoadOptions {
-  /** Keep only scenarios whose name contains this (the baseline always runs), and the seeding measurement if its name does. */
-  only: string | undefined;
+  /**
+   * Keep only scenarios whose name contains one of these (the baseline always runs), and the seeding measurement
+   * if its name does; undefined: all.
+   */
+  only: string[] | undefined;
+  /** `--against`: a git ref whose service runs a twin of every selected row of `service` (bench/against.ts). */
+  against: string | undefined;
   /** Times every scenario is measured, in rotation; each row reports its median round. */
   rounds: number;
   /** `--ceiling`: the rate limiter's ceiling on one PostgreSQL instead of the rows (bench/ceiling.ts). */
@@ -43,6 +51,9 @@ interface BenchOptions extends LoadOptions {
   /** `--sizes`: the default chunk and its neighbours at each of these table sizes (bench/sizes.ts) instead of the rows. */
   sizes: number[] | undefined;
 }
+
+/** Whether `--only` keeps the row or measurement named `name`. */
+const chosen = (only: string[] | undefined, name: string) => only === undefined || only.some((text) => name.includes(text));
 
 function positiveNumber(name: string, value: string | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback;
@@ -67,15 +78,20 @@ function parseOptions(args: string[]): BenchOptions {
       duration: { type: 'string' },
       warmup: { type: 'string' },
       connections: { type: 'string' },
-      only: { type: 'string' },
+      only: { type: 'string', multiple: true },
       rounds: { type: 'string' },
       ceiling: { type: 'boolean' },
       subjects: { type: 'string' },
       batches: { type: 'string' },
       sizes: { type: 'string' },
+      against: { type: 'string' },
+      allocations: { type: 'boolean' },
     },
   });
   if (values.sizes !== undefined && values.ceiling) throw new Error('Invalid --sizes: it does not go with --ceiling');
+  if ((values.against !== undefined || values.allocations) && (values.sizes !== undefined || values.ceiling)) {
+    throw new Error('Invalid --against or --allocations: they go with the rows, not with --sizes or --ceiling');
+  }
   if (!values.ceiling && (values.subjects !== undefined || values.batches !== undefined)) {
     throw new Error('Invalid --subjects or --batches: they go with --ceiling');
   }
@@ -89,14 +105,18 @@ function parseOptions(args: string[]): BenchOptions {
         batches: positiveList('batches', values.batches, [1, 8]),
       }
     : undefined;
+  const duration = positiveNumber('duration', values.duration, 5, 1);
   return {
     ceiling,
     sizes: values.sizes === undefined ? undefined : positiveList('sizes', values.sizes.replaceAll('_', ''), []),
     rounds: Math.round(positiveNumber('rounds', values.rounds, 3, 1)),
-    duration: positiveNumber('duration', values.duration, 5, 1),
+    duration,
     warmup: positiveNumber('warmup', values.warmup, 2, 0),
     connections: Math.round(positiveNumber('connections', values.connections, 10, 1)),
     only: values.only,
+    against: values.against,
+    // What a request allocates barely moves from one window to the next: a short window of its own suffices.
+    allocSeconds: values.allocations || values.against !== undefined ? Math.min(duration, ALLOC_SECONDS) : 0,
   };
 }
 
@@ -138,11 +158,12 @@ async function startServers(
   database: BenchDatabase,
   resources: Resources,
   variants = servers,
+  allocations = false,
 ): Promise<Map<string, RunningServer>> {
   const running = new Map<string, RunningServer>();
   for (const variant of variants.filter((server) => selected.some((scenario) => scenario.server === server.name))) {
-    log(`Starting server ${variant.name} (${variant.entry})`);
-    const server = await startServer(variant, database.url);
+    log(`Starting server ${variant.name} (${variant.root ? `${variant.entry} in ${variant.root}` : variant.entry})`);
+    const server = await startServer(variant, database.url, { allocations });
     resources.add(() => server.stop());
     running.set(variant.name, server);
     log(`  ${variant.name}: pid ${server.pid} on ${server.origin}`);
@@ -167,10 +188,11 @@ async function runScenarios(
   for (let round = 1; round <= options.rounds; round++) {
     for (const scenario of selected) {
       if (options.signal?.aborted) break;
-      log(
-        `Round ${round}/${options.rounds}: "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured`,
-      );
       const server = running.get(scenario.server)!;
+      const allocations = server.allocations && options.allocSeconds ? `, ${options.allocSeconds} s of allocations` : '';
+      log(
+        `Round ${round}/${options.rounds}: "${scenario.name}" on ${scenario.server}: ${options.warmup} s warm-up, ${options.duration} s measured${allocations}`,
+      );
       const result = await measure(scenario, server, { ...database, redisPid }, options).catch((error: Error) => error);
       if (result instanceof Error) {
         // A round that fails (a typo in the row, or the database refusing connections for a moment) is
@@ -204,6 +226,8 @@ interface Counted {
   postmaster: number | undefined;
   /** The Redis of the rows of servers that keep their state there, when they ran. */
   redis?: FoundRedis;
+  /** The other commit the twin rows ran (`--against`). */
+  against?: Against;
 }
 
 /** `text`'s words in lines of at most `width` characters. */
@@ -240,6 +264,19 @@ function describeRun(options: BenchOptions, counted: Counted, products = `${PROD
       'CPU per response, from /proc: server µs/req, the server process; pg µs/req, the PostgreSQL backends serving its',
       `own connections (not parallel workers), ${cluster};${redis} loadgen µs/req, this process (autocannon).`,
       'The measured tables are vacuumed before every row. Compare ratios within one run, not across runs.',
+      ...(options.allocSeconds
+        ? [
+            `alloc KB/req: what the server process allocated per response (V8's sampling heap profiler, what the GC has`,
+            `collected included; Node servers only), in ${options.allocSeconds} s of its own after the measured seconds, so that`,
+            'the other columns are measured with the profiler off.',
+          ]
+        : []),
+      ...(counted.against
+        ? [
+            `Rows marked [${counted.against.ref}] ran on the service started from a worktree of ${counted.against.ref}`,
+            `(${counted.against.commit.slice(0, 12)}) with the same environment and setup, each measured right after its row of this checkout.`,
+          ]
+        : []),
     ].join(' '),
   );
 }
@@ -310,6 +347,8 @@ function report(
     ...(stormed?.thresholds ?? []),
   ];
   const ratios = formatRatios(rows, comparisons);
+  const against = counted.against;
+  const twins = against && formatRatios(rows, twinComparisons(scenarios, against));
   const targets = formatThresholds(thresholds);
   const failures = formatFailures(rows);
   return [
@@ -317,6 +356,7 @@ function report(
     `${runtimesLine(ran)}\n\n${formatTable(rows)}`,
     ...(failures ? [`Rounds that failed (left out of their rows):\n\n${failures}`] : []),
     ...(ratios ? [`Ratios of rows (each measure of the first row divided by the second's):\n\n${ratios}`] : []),
+    ...(twins ? [`This checkout against ${against.ref} (each measure of this checkout's row divided by its twin's):\n\n${twins}`] : []),
     ...(stormed ? [`${STORMS_CAPTION}\n\n${stormed.table}`] : []),
     ...(targets ? [`Other targets:\n\n${targets}`] : []),
   ].join('\n\n');
@@ -356,7 +396,7 @@ async function runSizes(sizes: number[], options: BenchOptions, resources: Resou
       const label = `seeding ${products.toLocaleString('en')} products`;
       seeding.push({ label, value: seconds, unit: 's', atMost: seedingTarget(products) });
       const running = await startServers([{ name: '', server: server.name }], database, size, [server]);
-      const selected = sizeScenarios(products, server.name).filter((row) => options.only === undefined || row.name.includes(options.only));
+      const selected = sizeScenarios(products, server.name).filter((row) => chosen(options.only, row.name));
       rows.push(...(await runScenarios(selected, running, database, options)));
     } finally {
       await size.close();
@@ -388,7 +428,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const only = options.only;
-  let selected = scenarios.filter((scenario) => scenario.baseline || only === undefined || scenario.name.includes(only));
+  let selected = scenarios.filter((scenario) => scenario.baseline || chosen(only, scenario.name));
   // The rows of servers that keep their state in Redis run only when a Redis answers: otherwise one line says
   // so and they are left out, which is not a failure.
   const inRedis = (scenario: Scenario) => servers.find((server) => server.name === scenario.server)?.redis === true;
@@ -432,27 +472,39 @@ async function main(): Promise<number> {
       await resources.close();
     }
   }
+  let against: Against | undefined;
+  try {
+    against = options.against === undefined ? undefined : checkoutAgainst(options.against, log);
+  } catch (error) {
+    console.error((error as Error).message);
+    return 2;
+  }
+  if (against) resources.add(against.remove);
+  // Each row of `service` followed by its twin on the other commit's service, when there is one.
+  const twin = against && twinServer(servers, against);
+  const measured = twin && against ? withTwins(selected, twin, against) : selected;
   try {
     const database = await openBenchDatabase(process.env.DATABASE_URL || undefined, log);
     resources.add(() => database.close());
     await ensureProducts(database, PRODUCTS, log);
     let seedingSeconds: number | undefined;
-    if (only === undefined || SEEDING.includes(only)) {
+    if (chosen(only, SEEDING)) {
       log(`Measuring ${SEEDING} in a scratch database`);
       seedingSeconds = await measureSeeding(database, PRODUCTS);
       log(`  ${seedingSeconds.toFixed(1)} s`);
     }
-    const running = await startServers(selected, database, resources, servers.map(withRedis));
+    const variants = [...servers, ...(twin ? [twin] : [])].map(withRedis);
+    const running = await startServers(measured, database, resources, variants, Boolean(options.allocSeconds));
     const redisPid = redis?.found ? redis.pid : undefined;
-    const rows = await runScenarios(selected, running, database, { ...options, signal: interrupted.signal }, redisPid);
+    const rows = await runScenarios(measured, running, database, { ...options, signal: interrupted.signal }, redisPid);
     const storms = await runStorms(
-      stormRows.filter((row) => only === undefined || row.name.includes(only)),
+      stormRows.filter((row) => chosen(only, row.name)),
       database,
       interrupted.signal,
     );
     if (interrupted.signal.aborted) return 130;
     const ran = [...running.values()].map((server) => server.variant);
-    console.log(report(options, rows, seedingSeconds, { postmaster: database.postmaster, redis }, ran, storms));
+    console.log(report(options, rows, seedingSeconds, { postmaster: database.postmaster, redis, against }, ran, storms));
     return rows.some((row) => row.result instanceof Error || row.failures.length > 0) ||
       storms.some(([, result]) => result instanceof Error)
       ? 1

@@ -1,15 +1,21 @@
 // Server processes under test: started on 127.0.0.1 ports 4300-4399, awaited until ready, always stopped.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, type PortRange, stopProcess } from '../tests/helpers/processes.ts';
 import { type Runtime, runtimeCommand } from '../tests/helpers/servers.ts';
 import { waitFor } from '../tests/helpers/wait.ts';
+import type { AllocReport } from './alloc-probe.ts';
 
 /** A differently configured server process that scenarios can target by name. */
 export interface ServerVariant {
   name: string;
-  /** Entry file, relative to the project root; run as `node <entry>` unless `runtime` says otherwise. */
+  /** Entry file, relative to `root`; run as `node <entry>` unless `runtime` says otherwise. */
   entry: string;
+  /** The checkout it runs from, its working directory (default this one): e.g. another commit's worktree (`--against`). */
+  root?: string;
   /** The runtime that runs `entry` (default node): deno and bun are the binaries their npm packages install. */
   runtime?: Runtime;
   /** The DATABASE_URL this server gets, made from the bench database's (default: that URL as it is). */
@@ -34,7 +40,15 @@ export interface RunningServer {
   readonly origin: string;
   /** The last lines it printed (up to 4 KB), to show when a row fails. */
   output(): string;
+  /** Its allocation probe (bench/alloc-probe.ts), when it was started with one. */
+  readonly allocations?: AllocationProbe;
   stop(): Promise<void>;
+}
+
+/** A window of a server's allocations: `stop` resolves to the bytes allocated since `start`, estimated by V8's sampling. */
+interface AllocationProbe {
+  start(): Promise<void>;
+  stop(): Promise<number>;
 }
 
 const projectRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -59,6 +73,39 @@ function outputTail(child: ChildProcess): () => string {
   return () => tail.trim();
 }
 
+const ALLOC_PROBE = fileURLToPath(new URL('alloc-probe.ts', import.meta.url));
+
+/** The probe of the process `pid`, which reports to `file`: each SIGUSR2 starts or stops a window. */
+function allocationProbe(pid: number, file: string): AllocationProbe {
+  const signal = async <State extends AllocReport['state']>(state: State) => {
+    rmSync(file, { force: true });
+    process.kill(pid, 'SIGUSR2');
+    const report = await waitFor(
+      `the allocation probe of ${pid} to report ${state}`,
+      () => {
+        try {
+          return JSON.parse(readFileSync(file, 'utf8')) as AllocReport;
+        } catch {
+          return undefined;
+        }
+      },
+      {
+        until: (report) => report !== undefined && (report.state === state || report.state === 'failed'),
+        timeoutMs: 30_000,
+        intervalMs: 20,
+      },
+    );
+    if (report!.state === 'failed') throw new Error(`Allocation probe of ${pid}: ${report!.error}`);
+    return report as Extract<AllocReport, { state: State }>;
+  };
+  return {
+    start: async () => {
+      await signal('sampling');
+    },
+    stop: async () => (await signal('done')).bytes,
+  };
+}
+
 /** Resolves once `url` answers 200; fails at once if the child exits first. */
 async function untilReady(child: ChildProcess, url: string, timeoutMs: number): Promise<void> {
   await waitFor(
@@ -79,19 +126,31 @@ async function untilReady(child: ChildProcess, url: string, timeoutMs: number): 
   );
 }
 
-/** Starts one variant against `databaseUrl` and resolves once its ready path answers 200. */
-export async function startServer(variant: ServerVariant, databaseUrl: string, timeoutMs = 180_000): Promise<RunningServer> {
+/**
+ * Starts one variant against `databaseUrl` and resolves once its ready path answers 200. With `allocations`, a
+ * server on Node gets the allocation probe (bench/alloc-probe.ts); the others run as they would without it.
+ */
+export async function startServer(
+  variant: ServerVariant,
+  databaseUrl: string,
+  { allocations = false, timeoutMs = 180_000 }: { allocations?: boolean; timeoutMs?: number } = {},
+): Promise<RunningServer> {
   const port = await benchPort();
+  const runtime = variant.runtime ?? 'node';
+  const probed = allocations && runtime === 'node';
+  const allocFile = path.join(tmpdir(), `bench-alloc-${process.pid}-${port}.json`);
   const env = {
     COLLECTIONS: 'demo',
     ...process.env,
     ...variant.env,
     PORT: String(port),
     DATABASE_URL: variant.url?.(databaseUrl) ?? databaseUrl,
+    ...(probed ? { BENCH_ALLOC_FILE: allocFile } : {}),
   };
-  const [command, args] = runtimeCommand(variant.runtime ?? 'node', variant.entry);
-  const child = spawn(command, args, {
-    cwd: projectRoot,
+  const [command, args] = runtimeCommand(runtime, variant.entry);
+  // The probe by its absolute path in this checkout, so that a server run from another commit's worktree gets the same one.
+  const child = spawn(command, probed ? ['--import', ALLOC_PROBE, ...args] : args, {
+    cwd: variant.root ?? projectRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -102,9 +161,12 @@ export async function startServer(variant: ServerVariant, databaseUrl: string, t
     pid: child.pid,
     origin: `http://127.0.0.1:${port}`,
     output: tail,
+    ...(probed ? { allocations: allocationProbe(child.pid, allocFile) } : {}),
     // SIGTERM (the service drains and closes its pool), then SIGKILL if it lingers.
     stop: async () => {
       await stopProcess(child);
+      rmSync(allocFile, { force: true });
+      rmSync(`${allocFile}.tmp`, { force: true });
     },
   };
   try {

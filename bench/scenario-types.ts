@@ -36,9 +36,10 @@ export interface Scenario extends Load {
 
 /**
  * What a comparison divides: req/s, time per request (the inverse), CPU per request (the server's, PostgreSQL's
- * and, for a server that keeps its state in Redis, Redis's), or PostgreSQL's alone.
+ * and, for a server that keeps its state in Redis, Redis's), the server's or PostgreSQL's alone, or the bytes
+ * the server allocates per request (measured with `--against` or `--allocations` only).
  */
-export type RatioMeasure = 'req/s' | 'time/req' | 'cpu/req' | 'pg/req';
+export type RatioMeasure = 'req/s' | 'time/req' | 'cpu/req' | 'server/req' | 'pg/req' | 'alloc/req';
 
 /**
  * A ratio of two rows printed below the table (`of` / `to`, rows named by scenario name), with the target

@@ -191,6 +191,15 @@ export const scenarios: Scenario[] = [
     requests: anotherPriceEach(PRICE_CHUNK),
     connections: 32,
   },
+  // The same requests from a key over its allowance: every answer a 429, a refusal on the served chunk's
+  // footing (same request, clients and server), so that the two rows' CPU per request compare.
+  {
+    name: 'sort=priceCents, 32 clients, another chunk each: declined, 429',
+    server: 'service',
+    expectStatus: 429,
+    connections: 32,
+    setup: async (context) => ({ requests: anotherPriceEach(PRICE_CHUNK, (await keyOverItsAllowance(context)).headers) }),
+  },
   // The same two again on the Fastify peer, the chunk as a team would serve it by hand with a Redis limiter.
   { name: 'sort=priceCents, 32 clients: Fastify peer', server: 'Fastify peer', path: PRICE_CHUNK, connections: 32 },
   {
@@ -233,10 +242,19 @@ export const comparisons: Comparison[] = [
     to: 'sort=priceCents, 32 clients: floor',
     target: { measure: 'req/s', atLeast: 1.0 },
   },
+  // The service's Node CPU per chunk when no read is shared: at most 1.25 times the floor's.
   {
     label: 'service / floor, sort=priceCents, 32 clients, another chunk each',
     of: 'sort=priceCents, 32 clients, another chunk each: service',
     to: 'sort=priceCents, 32 clients, another chunk each: floor',
+    target: { measure: 'server/req', atMost: 1.25 },
+  },
+  // A refusal costs the service's Node at most a third of what a served chunk does.
+  {
+    label: 'refusal / served chunk, server CPU',
+    of: 'sort=priceCents, 32 clients, another chunk each: declined, 429',
+    to: 'sort=priceCents, 32 clients, another chunk each: service',
+    target: { measure: 'server/req', atMost: 0.33 },
   },
   // The service beside what a team would write by hand with Fastify and a Redis limiter: at least 0.8 of its
   // rate when no read can be shared; measured, held to no target, when all clients ask for the same chunk.

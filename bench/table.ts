@@ -65,6 +65,14 @@ function cells(row: Row, baseline: number | undefined): string[] {
   ];
 }
 
+/** The column of allocations, on tables where a row measured them (`--against`, `--allocations`). */
+const ALLOC_HEADER = 'alloc KB/req';
+
+const kilobytes = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : (bytes / 1024).toFixed(1));
+
+const measuredAllocations = (results: (RoundsResult | Error | undefined)[]) =>
+  results.some((result) => result !== undefined && !(result instanceof Error) && result.allocBytes !== undefined);
+
 /** Markdown with padded columns, readable as is in a terminal; numbers (`right(column)`) are right-aligned. */
 export function markdown(header: string[], body: string[][], right: (column: number) => boolean): string {
   const widths = header.map((title, i) => Math.max(title.length, ...body.map((values) => values[i]!.length)));
@@ -78,10 +86,17 @@ export function markdown(header: string[], body: string[][], right: (column: num
 export function formatTable(rows: Row[]): string {
   const base = rows.find((row) => row.baseline)?.result;
   const baseline = base instanceof Error ? undefined : base?.reqPerSec;
+  const body = rows.map((row) => cells(row, baseline));
+  const allocations = measuredAllocations(rows.map((row) => row.result));
   // Every column after the scenario and the server is a number.
   return markdown(
-    HEADER,
-    rows.map((row) => cells(row, baseline)),
+    allocations ? [...HEADER, ALLOC_HEADER] : HEADER,
+    allocations
+      ? body.map((values, i) => {
+          const result = rows[i]!.result;
+          return [...values, result instanceof Error ? '' : kilobytes(result.allocBytes)];
+        })
+      : body,
     (column) => column >= 2,
   );
 }
@@ -98,10 +113,10 @@ function resultOf(rows: Row[], name: string): RoundsResult | undefined {
   return result instanceof Error ? undefined : result;
 }
 
-const RATIO_HEADER = ['ratio (row / row)', 'req/s', 'server µs/req', 'pg µs/req', 'server+pg+redis µs/req', 'target'];
+const RATIO_HEADER = ['ratio (row / row)', 'req/s', 'server µs/req', 'pg µs/req', 'server+pg+redis µs/req'];
 
 /** One measure of `of` divided by the same of `to`; undefined when either lacks it. */
-function ratioOf(measure: RatioMeasure | 'server', of: RoundsResult, to: RoundsResult): number | undefined {
+function ratioOf(measure: RatioMeasure, of: RoundsResult, to: RoundsResult): number | undefined {
   // All the CPU a request costs: the server's, PostgreSQL's, and Redis's for a server that keeps its state there.
   const cpu = (m: RoundsResult) =>
     m.serverCpu === undefined || m.postgresCpu === undefined || (m.redis && m.redisCpu === undefined)
@@ -111,8 +126,9 @@ function ratioOf(measure: RatioMeasure | 'server', of: RoundsResult, to: RoundsR
     'req/s': [of.reqPerSec, to.reqPerSec],
     'time/req': [to.reqPerSec, of.reqPerSec],
     'cpu/req': [cpu(of), cpu(to)],
-    server: [of.serverCpu, to.serverCpu],
+    'server/req': [of.serverCpu, to.serverCpu],
     'pg/req': [of.postgresCpu, to.postgresCpu],
+    'alloc/req': [of.allocBytes, to.allocBytes],
   };
   const [a, b] = pairs[measure];
   return a === undefined || b === undefined || b === 0 ? undefined : a / b;
@@ -137,23 +153,25 @@ function verdict(value: number, target: { atLeast?: number; atMost?: number }): 
  * with its verdict (`time/req` is the inverse of the req/s ratio: how much longer `of` takes per request).
  */
 export function formatRatios(rows: Row[], comparisons: Comparison[]): string | undefined {
-  const body: string[][] = [];
-  for (const comparison of comparisons) {
+  const pairs = comparisons.flatMap((comparison) => {
     const of = resultOf(rows, comparison.of);
     const to = resultOf(rows, comparison.to);
-    if (!of || !to) continue;
+    return of && to ? [{ comparison, of, to }] : [];
+  });
+  // The allocations' ratio where both rows of a comparison measured them, in a column of its own.
+  const allocations = pairs.some(({ of, to }) => measuredAllocations([of]) && measuredAllocations([to]));
+  const measures: RatioMeasure[] = ['req/s', 'server/req', 'pg/req', 'cpu/req', ...(allocations ? (['alloc/req'] as const) : [])];
+  const header = [...RATIO_HEADER, ...(allocations ? ['alloc B/req'] : []), 'target'];
+  const body = pairs.map(({ comparison, of, to }) => {
     const target = comparison.target;
     const value = target && ratioOf(target.measure, of, to);
-    body.push([
+    return [
       comparison.label,
-      twoDigits(ratioOf('req/s', of, to)),
-      twoDigits(ratioOf('server', of, to)),
-      twoDigits(ratioOf('pg/req', of, to)),
-      twoDigits(ratioOf('cpu/req', of, to)),
+      ...measures.map((measure) => twoDigits(ratioOf(measure, of, to))),
       target ? `${target.measure} ${twoDigits(value)} (${bound(target)}): ${value === undefined ? 'n/a' : verdict(value, target)}` : '',
-    ]);
-  }
-  return body.length === 0 ? undefined : markdown(RATIO_HEADER, body, (column) => column >= 1 && column < RATIO_HEADER.length - 1);
+    ];
+  });
+  return body.length === 0 ? undefined : markdown(header, body, (column) => column >= 1 && column < header.length - 1);
 }
 
 /** A figure held to a bound, e.g. a row's mean latency or the seeding time. */
