@@ -50,7 +50,7 @@ async function withKeys({ sql }: { sql: Sql }): Promise<undefined> {
 
 /**
  * `path` (a chunk sorted by price) from another price at every request, in turn (prices are 100 to 99,999
- * cents): no two requests in flight read the same rows, so none can share a read (lib/pagination/shapes.ts).
+ * cents): no two requests in flight read the same rows, so none can share a read (lib/pagination/shared-reads.ts).
  */
 export function anotherPriceEach(path: string, headers?: Record<string, string>): autocannon.Request[] {
   let next = randomBytes(2).readUInt16BE();

@@ -177,7 +177,7 @@ export const scenarios: Scenario[] = [
   // request with the least work this stack allows: one prepared counter upsert, one prepared keyset select.
   { name: 'sort=priceCents, 32 clients: service', server: 'service', path: PRICE_CHUNK, connections: 32 },
   { name: 'sort=priceCents, 32 clients: floor', server: 'floor', path: PRICE_CHUNK, connections: 32 },
-  // The same two with another chunk at every request, so that no read can be shared (lib/pagination/shapes.ts,
+  // The same two with another chunk at every request, so that no read can be shared (lib/pagination/shared-reads.ts,
   // runShape): what the service costs when every client asks for its own rows.
   {
     name: 'sort=priceCents, 32 clients, another chunk each: service',

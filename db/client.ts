@@ -71,10 +71,10 @@ export interface Database {
   readonly statementTimeoutMs: number | undefined;
   /**
    * One connection of its own to the server of `sql`, never queued behind its pool: for looking at the pool's
-   * backends (whether a statement waits for a lock: lib/pagination/shapes.ts). It connects when first used.
+   * backends (whether a statement waits for a lock: db/cancel.ts). It connects when first used.
    */
   readonly watch: Sql;
-  /** Set on a request's own view of the database: its statements are timed and bounded by it (lib/pagination/shapes.ts). */
+  /** Set on a request's own view of the database: its statements are timed and bounded by it (lib/pagination/statement.ts). */
   readonly budget?: StatementBudget;
   /**
    * The rate limiter's databases, in the order of DatabaseOptions.limiters: at start-up, that of their own
@@ -203,7 +203,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     : [{ identity: databaseIdentity(url), connection: limiterConnection(url, pooled), sql, drizzle: drizzle(sql, { schema }) }];
   const readSql = options.read ? pool(options.read.url, options.read.pooled ?? false) : undefined;
   // Kept open once made (no idle timeout): a cancel must not wait for a connection to be made, on cores a
-  // storm's statements keep busy (shapes.ts, cancel).
+  // storm's statements keep busy (db/cancel.ts).
   const watchOf = (watchUrl: string) =>
     postgres(watchUrl, { ...common, max: 1, idle_timeout: 0, fetch_types: false, connection: { application_name: 'collections-watch' } });
   const watch = watchOf(url);

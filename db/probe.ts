@@ -1,6 +1,7 @@
 // What answers a database URL: PostgreSQL itself or a transaction pooler in front of it (PgBouncer), a
 // primary or a standby (docs/how-to/pgbouncer.md and docs/how-to/replicas.md).
 import postgres from 'postgres';
+import { cancelKeyPid } from './driver.ts';
 
 export interface ServerKind {
   /**
@@ -19,9 +20,8 @@ export async function probeServer(url: string): Promise<ServerKind> {
   try {
     const result = await sql`select pg_backend_pid() as pid, pg_is_in_recovery() as standby`;
     const [row] = result;
-    // postgres.js keeps the cancel key the server sent at connect (BackendKeyData) as the result's `state`.
-    const cancelKey = (result as unknown as { state: { pid: number } }).state;
-    return { pooler: cancelKey.pid !== row!.pid, standby: row!.standby === true };
+    // The cancel key the server sent at connect (BackendKeyData) names the backend, or the pooler's own process.
+    return { pooler: cancelKeyPid(result) !== row!.pid, standby: row!.standby === true };
   } finally {
     await sql.end({ timeout: 1 });
   }

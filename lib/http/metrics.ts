@@ -4,16 +4,7 @@
 // seconds at most.
 import type { Sql } from 'postgres';
 import { Counter, collectDefaultMetrics, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
-
-/** What postgres.js tells of its pool, through the service's patch (patches/README.md); absent without it. */
-interface PoolStats {
-  /** Connections open (or opening). */
-  readonly open: number;
-  /** Connections with a statement running (or opening for one). */
-  readonly inUse: number;
-  /** Statements not running yet: queued for a connection, or pipelined behind another on one. */
-  readonly waiting: number;
-}
+import { poolStatsOf } from '../../db/driver.ts';
 
 /** Why a request was answered 503 (docs/operations.md, "Metrics"). */
 export type UnavailableCause = 'limiter' | 'query' | 'readiness' | 'draining';
@@ -236,7 +227,8 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
     registry,
   });
   const stats = Object.entries(pools).flatMap(([name, sql]) => {
-    const read = (sql as Sql & { poolStats?: () => PoolStats }).poolStats;
+    // What postgres.js tells of its pool, through the service's patch (patches/README.md).
+    const read = poolStatsOf(sql);
     return read === undefined ? [] : [{ pool: name, read }];
   });
   if (stats.length > 0) {

@@ -23,7 +23,7 @@ export interface RenderedChunk {
 const itemsJsonOf = new WeakMap<readonly unknown[], string>();
 
 /**
- * The items as JSON; the items of a read that requests shared (lib/pagination/shapes.ts, itemsOf) are one
+ * The items as JSON; the items of a read that requests shared (lib/pagination/items.ts, itemsOf) are one
  * array, written once: a cache of the array's, not of any request's.
  */
 function itemsJson(items: readonly unknown[]): string {

@@ -6,7 +6,8 @@ import { invalidParameter } from '../http/errors.ts';
 import { type Filter, filterCondition, filtersKey, filterValues } from './filters.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection } from './registry.ts';
-import { collectionKey, literalLimit, runShape, shapeOf } from './shapes.ts';
+import { collectionKey, literalLimit, shapeOf } from './shapes.ts';
+import { runShape } from './shared-reads.ts';
 
 /** The values of `count` a request may send; without one, a chunk is counted in the `auto` mode. */
 export const COUNT_MODES = ['exact', 'estimated', 'none'] as const;

@@ -4,10 +4,12 @@ import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Database } from '../../db/client.ts';
 import { countItems, parseCountMode, type Size } from './count.ts';
 import { type Filter, filterCondition, filtersKey, filterValues } from './filters.ts';
+import { itemsOf } from './items.ts';
 import type { Links } from './links.ts';
 import { MAX_SAFE, parseInteger, parseSize } from './params.ts';
 import type { Collection, SortKey } from './registry.ts';
-import { collectionKey, itemsOf, literalLimit, runShape, shapeOf } from './shapes.ts';
+import { collectionKey, literalLimit, shapeOf } from './shapes.ts';
+import { runShape } from './shared-reads.ts';
 import { orderBy, sortParam } from './sort.ts';
 import { type ChunkRequest, defineVariant, type QueryRequest, type Reading } from './variants.ts';
 

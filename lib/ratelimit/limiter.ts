@@ -2,6 +2,7 @@
 // one deadline per batch).
 import type { PendingQuery, Row, Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
+import { awaitingConnection } from '../../db/driver.ts';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { answeredInTime } from '../http/deadline.ts';
 import { unavailable } from '../http/errors.ts';
@@ -243,7 +244,7 @@ export function databaseLimiter(
     // then never go: the connection is renewed, which rejects it. One already on the wire may still be
     // made: the leases it takes for callers given up on are given back.
     const statement = batch.statement;
-    if (gaveUp && statement && (statement.query as { state?: unknown }).state === null) own.renew(statement.sql);
+    if (gaveUp && statement && awaitingConnection(statement.query)) own.renew(statement.sql);
     if (next !== Number.POSITIVE_INFINITY) watch(batch, next - now);
   }
 

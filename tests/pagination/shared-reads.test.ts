@@ -1,10 +1,11 @@
-// Identical reads asked for in the same turn of the event loop share one statement (lib/pagination/shapes.ts,
+// Identical reads asked for in the same turn of the event loop share one statement (lib/pagination/shared-reads.ts,
 // runShape); a read asked for after the statement was sent gets its own; every request is still charged.
 import { sql as drizzleSql } from 'drizzle-orm';
 import t from 'tap';
 import { openDatabase } from '../../db/client.ts';
 import { createLogger } from '../../lib/http/logger.ts';
-import { runShape, shapeOf } from '../../lib/pagination/shapes.ts';
+import { shapeOf } from '../../lib/pagination/shapes.ts';
+import { runShape } from '../../lib/pagination/shared-reads.ts';
 import { testApp } from '../helpers/app.ts';
 import { makeScratch, registryAhead } from '../helpers/collections.ts';
 import { testDatabase } from '../helpers/db.ts';

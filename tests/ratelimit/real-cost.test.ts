@@ -151,7 +151,7 @@ t.test("a request that waited for its client's statement and found it spent what
   const raw = () => log;
   const api = await slowApp(t, { logger });
   // 12 units, 4 in flight: the first read may run the floor's 50 ms, 25 units; it is cut short no sooner than
-  // half of it (its cancel sent early by the cancels' lag: lib/pagination/shapes.ts), so charged 12 at least.
+  // half of it (its cancel sent early by the cancels' lag: db/budget-clock.ts), so charged 12 at least.
   await setTier(api.database.sql, 'anonymous', { allowance: 12, windowSeconds: 60, concurrency: 4 });
   const first = api.request('/v1/slow?page-size=5');
   await new Promise((resolve) => setTimeout(resolve, 15));

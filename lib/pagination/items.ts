@@ -1,0 +1,68 @@
+// The row reader: rows of a collection's shape, arrays in the order of its fields, to items, each value as its
+// field's type prints it; rows that joined reads share (lib/pagination/shared-reads.ts) are read once.
+import type { Collection } from './registry.ts';
+
+type Item = Record<string, unknown>;
+
+/** A row of a collection's items, as arrays in the order of its fields, to an item. */
+type ItemReader = (row: readonly unknown[]) => Item;
+
+const readers = new WeakMap<Collection, ItemReader>();
+
+/**
+ * A timestamp that RFC 3339 cannot print (±infinity, BC, a year past 9999): the constraints of the demo
+ * tables refuse them (docs/reference/database.md, "Timestamps in the tables"); a collection over a table without
+ * them fails the request (a 500, logged) rather than print a wrong instant or a cursor no one can follow.
+ */
+class UnprintableTimestamp extends Error {
+  constructor(collection: string, field: string, text: unknown) {
+    super(`${collection}.${field} holds a timestamp RFC 3339 cannot print (epoch seconds ${String(text)})`);
+    this.name = 'UnprintableTimestamp';
+  }
+}
+
+const itemLists = new WeakMap<readonly unknown[][], Item[]>();
+
+/**
+ * The first `count` rows (from runShape, selecting the collection's fields in order) as items. Rows that
+ * joined reads share are read once: their items are shared too, and must not be changed.
+ */
+export function itemsOf(collection: Collection, rows: readonly unknown[][], count: number): Item[] {
+  const length = Math.min(rows.length, count);
+  const cached = itemLists.get(rows);
+  if (cached !== undefined && cached.length === length) return cached;
+  const read = itemReader(collection);
+  const items: Item[] = [];
+  for (let at = 0; at < length; at++) items.push(read(rows[at]!));
+  itemLists.set(rows, items);
+  return items;
+}
+
+/**
+ * Reads rows that select the collection's fields in order: each value its field's type prints (lib/pagination/values.ts:
+ * timestamps from the epoch seconds epochSeconds selects, exact numbers from PostgreSQL's text), others as they come.
+ */
+function itemReader(collection: Collection): ItemReader {
+  let reader = readers.get(collection);
+  if (reader !== undefined) return reader;
+  const fields = [...collection.fields.values()];
+  const names = fields.map((field) => field.name);
+  const printers = fields.map((field) => field.value.print);
+  reader = (row) => {
+    const item: Item = {};
+    for (let at = 0; at < names.length; at++) {
+      const value = row[at];
+      const print = printers[at];
+      if (print !== undefined && value !== null) {
+        const printed = print(value);
+        if (printed === undefined) throw new UnprintableTimestamp(collection.name, names[at]!, value);
+        item[names[at]!] = printed;
+      } else {
+        item[names[at]!] = value;
+      }
+    }
+    return item;
+  };
+  readers.set(collection, reader);
+  return reader;
+}

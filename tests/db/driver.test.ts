@@ -1,0 +1,155 @@
+// postgres.js's private fields, as db/driver.ts reads them, on a real server: a query's backend pid, the canceller
+// that cancels its running statement, the `active` hook that tells when the statement runs, the patch's pool
+// state, and the pin to postgres.js 3.4.9 with its patch. A release that moves any of them fails here.
+import { cp, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import t from 'tap';
+import {
+  awaitingConnection,
+  backendPid,
+  cancelKeyPid,
+  checkDriver,
+  DRIVER_VERSION,
+  poolStatsOf,
+  takeCanceller,
+  whenRunning,
+} from '../../db/driver.ts';
+import { scratchSession, serverUrl } from '../helpers/db.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const patch = pathToFileURL(path.join(root, `patches/postgres+${DRIVER_VERSION}.patch`));
+
+/** Resolves once the query's connection marks it active (whenRunning), with when. */
+function running(query: object): Promise<number> {
+  return new Promise((resolve) => whenRunning(query, () => resolve(performance.now())));
+}
+
+t.test("a query's backend pid is pg_backend_pid(), unknown while it waits for a connection", async (t) => {
+  const sql = scratchSession(t, serverUrl());
+  const query = sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+  t.equal(backendPid(query), undefined, 'no pid before a connection took it');
+  t.ok(awaitingConnection(query), 'it waits for a connection');
+  const result = await query;
+  t.type(result[0]!.pid, 'number');
+  t.equal(backendPid(query), result[0]!.pid, "the pid of the query's connection");
+  t.notOk(awaitingConnection(query), 'handed to a connection');
+  t.equal(cancelKeyPid(result), result[0]!.pid, "the result's cancel key names the backend (no pooler in between)");
+});
+
+t.test('the canceller cancels a running pg_sleep, once', async (t) => {
+  const sql = scratchSession(t, serverUrl());
+  const watch = scratchSession(t, serverUrl());
+  await sql`select 1`;
+  const sleeping = sql`select pg_sleep(30)`;
+  const started = running(sleeping);
+  const settled = sleeping.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  await started;
+  const pid = backendPid(sleeping)!;
+  const [before] = await watch<{ state: string; query: string }[]>`select state, query from pg_stat_activity where pid = ${pid}`;
+  t.same(before, { state: 'active', query: 'select pg_sleep(30)' }, 'the statement runs on that backend');
+  const cancel = takeCanceller(sleeping);
+  t.type(cancel, 'function', 'the pool gave the query its canceller');
+  t.equal(takeCanceller(sleeping), undefined, 'taken once');
+  t.equal(sleeping.cancel(), null, 'Query.cancel() finds it taken');
+  const at = performance.now();
+  await cancel!();
+  const error = (await settled) as { code?: string; message?: string } | undefined;
+  t.match(error, { code: '57014', message: /user request/ }, 'PostgreSQL cancelled it at the request');
+  t.ok(performance.now() - at < 5000, 'at once, not after its 30 s');
+  t.same(await sql`select 1 as one`, [{ one: 1 }], 'the connection serves the next statement');
+});
+
+t.test('the active hook: once, when the statement is the one its connection runs', async (t) => {
+  const sql = scratchSession(t, serverUrl());
+  await sql`select 1`;
+  const issued = performance.now();
+  const first = sql`select pg_sleep(0.3)`;
+  const second = sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+  const firstRunning = running(first);
+  const runs: number[] = [];
+  whenRunning(second, () => runs.push(performance.now()));
+  let firstDone: number | undefined;
+  const firstResult = first.then(() => {
+    firstDone = performance.now();
+  });
+  const rows = second.then((result) => result);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  t.notOk(awaitingConnection(second), 'the second is pipelined on the connection behind the first');
+  t.same(runs, [], 'and not yet running');
+  const firstAt = await firstRunning;
+  t.ok(firstAt - issued < 100, 'the first runs at once');
+  await firstResult;
+  t.equal(runs.length, 1, 'the second runs once the first is over');
+  t.ok(runs[0]! - issued >= 250, `after the first's 300 ms (${(runs[0]! - issued).toFixed(0)} ms)`);
+  t.ok(runs[0]! <= firstDone!, "as the first's answer ends, before its result is read");
+  t.equal((await rows)[0]!.pid, backendPid(second), 'the second is answered with the hook in place');
+  t.equal(runs.length, 1, 'the hook ran once');
+});
+
+t.test("the patch's pool state", async (t) => {
+  const sql = scratchSession(t, serverUrl());
+  const read = poolStatsOf(sql);
+  t.type(read, 'function', 'a postgres.js client has it');
+  t.same(read!(), { open: 0, inUse: 0, waiting: 0 }, 'nothing open yet');
+  await sql`select 1`;
+  t.same(read!(), { open: 1, inUse: 0, waiting: 0 }, 'one connection open, idle');
+  const first = sql`select pg_sleep(0.3)`;
+  const second = sql`select pg_sleep(0.3)`;
+  const [firstRunning, secondRunning] = [running(first), running(second)];
+  const done = Promise.all([first, second]);
+  await firstRunning;
+  t.same(read!(), { open: 1, inUse: 1, waiting: 1 }, 'one statement runs, the other waits behind it');
+  await secondRunning;
+  t.same(read!(), { open: 1, inUse: 1, waiting: 0 }, 'then the other runs');
+  await done;
+  t.same(read!(), { open: 1, inUse: 0, waiting: 0 }, 'idle again');
+});
+
+t.test('the pin: postgres.js 3.4.9 with the patch, and nothing else', async (t) => {
+  const installed = JSON.parse(await readFile(path.join(root, 'node_modules/postgres/package.json'), 'utf8')) as { version: string };
+  t.equal(installed.version, DRIVER_VERSION, 'the installed release is the pinned one');
+  const entry = new URL(import.meta.resolve('postgres'));
+  t.doesNotThrow(() => checkDriver(entry, patch), 'the installed copy passes');
+
+  const copy = path.join(t.testdir({}), 'node_modules/postgres');
+  await cp(path.join(root, 'node_modules/postgres'), copy, { recursive: true });
+  const copyEntry = pathToFileURL(path.join(copy, 'src/index.js'));
+  t.doesNotThrow(() => checkDriver(copyEntry, patch), 'a copy of it passes');
+  t.doesNotThrow(() => checkDriver(pathToFileURL(path.join(copy, 'cjs/src/index.js')), patch), 'so does its CommonJS build');
+
+  const manifest = path.join(copy, 'package.json');
+  const original = await readFile(manifest, 'utf8');
+  await writeFile(manifest, original.replace(`"version": "${DRIVER_VERSION}"`, '"version": "3.4.10"'));
+  t.throws(() => checkDriver(copyEntry, patch), { message: /^Unpinned postgres\.js: 3\.4\.10 is installed/ }, 'another release fails');
+  await writeFile(manifest, original);
+
+  const connection = path.join(copy, 'src/connection.js');
+  const patched = await readFile(connection, 'utf8');
+  await writeFile(connection, patched.replace('fetchArrayTypes().catch(errored)', 'fetchArrayTypes()'));
+  t.throws(
+    () => checkDriver(copyEntry, patch),
+    { message: /^Unpatched postgres\.js: src\/connection\.js lacks a line the patch adds: return fetchArrayTypes\(\)\.catch\(errored\)$/ },
+    'a file the patch misses fails',
+  );
+  t.doesNotThrow(
+    () => checkDriver(pathToFileURL(path.join(copy, 'cjs/src/index.js')), patch),
+    'only the copy the runtime loads is looked at',
+  );
+  await writeFile(connection, patched);
+
+  await rm(path.join(copy, 'src/queue.js'));
+  t.throws(
+    () => checkDriver(copyEntry, patch),
+    { message: /^Unpatched postgres\.js: src\/queue\.js cannot be read/ },
+    'a missing file fails',
+  );
+  t.throws(
+    () => checkDriver(entry, pathToFileURL(path.join(root, 'patches/postgres+3.4.8.patch'))),
+    { message: /^Unpatched postgres\.js: its patch cannot be read/ },
+    'so does a missing patch',
+  );
+});
