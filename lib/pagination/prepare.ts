@@ -68,7 +68,7 @@ export function prepare(registry: Registry, name: string, rawQuery: string, curs
   if (collection === undefined) return refused(new ApiError('not_found', `No collection named ${name}`));
   try {
     const read = readQuery(collection, parseQueryString(rawQuery), cursorSecret);
-    return { kind: 'read', collection, read, price: queryPrice(collection, read) };
+    return { kind: 'read', collection, read, price: queryPrice(collection, read.plan) };
   } catch (error) {
     if (error instanceof ApiError) return refused(error);
     throw error;
@@ -91,7 +91,7 @@ export function needsEstimate(prepared: Prepared): prepared is PreparedRead {
 export function withEstimate(prepared: PreparedRead, estimate: number): number {
   const { read } = prepared;
   prepared.read = { ...read, plan: { ...read.plan, estimate } };
-  return queryPrice(prepared.collection, prepared.read).counting;
+  return queryPrice(prepared.collection, prepared.read.plan).counting;
 }
 
 /** The units a collection query costs, read from its raw query string: what tests and the bench ask. */
@@ -99,7 +99,7 @@ export function requestCost(collection: Collection | undefined, rawQuery: string
   if (!collection) return 1;
   const prepared = prepare(new Map([[collection.name, collection]]), collection.name, rawQuery, cursorSecret);
   if (prepared.kind === 'refused' || estimate === undefined) return prepared.price.units;
-  return queryPrice(collection, { ...prepared.read, plan: { ...prepared.read.plan, estimate } }).units;
+  return queryPrice(collection, { ...prepared.read.plan, estimate }).units;
 }
 
 /** A collection request answered with `error` whatever its query says (a method the path does not allow). */

@@ -1,6 +1,5 @@
 // What a collection query costs in allowance units (docs/reference/costs.md, "The rule"), read once from the request.
 
-import type { ReadQuery } from './prepare.ts';
 import type { Collection } from './registry.ts';
 import type { Reading } from './variants.ts';
 
@@ -41,14 +40,14 @@ export function countSettlement(price: Price, counted: number | undefined): numb
  * them all, the default one only those under the collection's threshold. The cap at the tier's whole
  * allowance is applied by the database, which knows the tier.
  */
-export function queryPrice(collection: Collection, read: ReadQuery): Price {
+export function queryPrice(collection: Collection, plan: Reading): Price {
   const { cost, countThreshold } = collection;
-  const estimate = read.plan.estimate ?? 0;
-  const sending = Math.ceil(read.plan.pageSize / cost.itemsPerUnit);
-  const { count } = read.plan;
+  const estimate = plan.estimate ?? 0;
+  const sending = Math.ceil(plan.pageSize / cost.itemsPerUnit);
+  const { count } = plan;
   const rows = count === 'exact' || (count === 'auto' && estimate < countThreshold) ? estimate : 0;
   const counting = Math.floor(rows / cost.countedPerUnit);
-  const units = Math.min(sending + counting + readingUnits(collection, read.plan), MAX_COST);
+  const units = Math.min(sending + counting + readingUnits(collection, plan), MAX_COST);
   return { units, sending, counting, countedPerUnit: cost.countedPerUnit };
 }
 
