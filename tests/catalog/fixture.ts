@@ -1,7 +1,7 @@
 // The catalog fixture: relations of every kind the catalog reader and the collections file must handle, made in SQL.
 import { randomBytes } from 'node:crypto';
-import postgres, { type Sql } from 'postgres';
-import { serverUrl, type TestDatabase } from '../helpers/db.ts';
+import type { Sql } from 'postgres';
+import { scratchSession, serverUrl, type TestDatabase, withSession } from '../helpers/db.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -99,17 +99,13 @@ export async function readOnlyClient(t: Teardown, database: TestDatabase): Promi
     grant select (film_id, title) on shop.films to ${role};
     grant select on shop.countries, shop.film_titles to ${role};
   `);
-  const sql = postgres(database.url, { max: 1, onnotice: () => {} });
-  await sql.unsafe(`set role ${role}`);
+  // Teardowns run last first: the client ends before its role goes.
   t.teardown(async () => {
-    await sql.end();
     // Roles are the cluster's: its grants go first, unless the database's own teardown dropped them with it.
-    const inDatabase = postgres(database.url, { max: 1, onnotice: () => {} });
-    await inDatabase.unsafe(`drop owned by ${role}`).catch(() => {});
-    await inDatabase.end();
-    const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop role if exists ${role}`);
-    await admin.end();
+    await withSession(database.url, (inDatabase) => inDatabase.unsafe(`drop owned by ${role}`).catch(() => {}));
+    await withSession(serverUrl(), (admin) => admin.unsafe(`drop role if exists ${role}`));
   });
+  const sql = scratchSession(t, database.url);
+  await sql.unsafe(`set role ${role}`);
   return sql;
 }

@@ -42,8 +42,11 @@ t.test('the fixture as the catalog has it', async (t) => {
       'shop.spans': 'table',
     });
     t.same(relation(model, 'shop', 'payments_2024').partitionOf, { schema: 'shop', name: 'payments' });
-    t.notOk(
-      listedRelations(model).some((r) => r.name.startsWith('payments_')),
+    t.same(
+      listedRelations(model)
+        .filter((r) => r.name.startsWith('payments_'))
+        .map((r) => r.name),
+      [],
       'partitions are not listed',
     );
     t.ok(
@@ -98,8 +101,11 @@ t.test('the fixture as the catalog has it', async (t) => {
     t.match(column(spans, 'during').type, { name: 'interval', precision: 3 });
     t.match(column(spans, 'at').type, { name: 'time', precision: 2 });
     t.match(column(spans, 'bits').type, { name: 'bit', length: 4 });
-    t.ok(
-      relation(model, 'shop', 'film_titles').columns.every((c) => c.nullable),
+    const viewColumns = relation(model, 'shop', 'film_titles').columns;
+    t.not(viewColumns.length, 0, 'the view has columns');
+    t.same(
+      viewColumns.filter((c) => !c.nullable).map((c) => c.name),
+      [],
       "a view's columns are nullable: the catalog does not know",
     );
   });
@@ -185,12 +191,18 @@ t.test('a role that may read two columns of films: every column is read, each ma
     ['film_id', 'title'],
   );
   t.equal(films.columns.length, 19, 'the others too, unlike information_schema');
-  t.ok(
-    relation(model, 'shop', 'countries').columns.every((c) => c.selectable),
+  const countries = relation(model, 'shop', 'countries').columns;
+  t.not(countries.length, 0, 'countries has columns');
+  t.same(
+    countries.filter((c) => !c.selectable).map((c) => c.name),
+    [],
     'a table granted whole',
   );
-  t.notOk(
-    relation(model, 'Music', 'Album').columns.some((c) => c.selectable),
+  const album = relation(model, 'Music', 'Album').columns;
+  t.not(album.length, 0, 'Album has columns');
+  t.same(
+    album.filter((c) => c.selectable).map((c) => c.name),
+    [],
     'a schema without USAGE: nothing',
   );
   t.same(relation(model, 'shop', 'films').primaryKey?.columns, ['film_id'], 'keys and indexes all the same');

@@ -103,9 +103,11 @@ t.test('init over the fixture', async (t) => {
     const { collections, problems } = resolved(more, file);
     t.same(problems, []);
     const names = collections.map((c) => `${c.relation.schema}.${c.relation.name}=${c.name}`);
-    t.ok(names.includes('public.films=films') && names.includes('shop.films=shop_films'), 'the second films is named by its schema');
-    t.ok(names.includes('Music.Play List=Play_List'));
-    t.ok(names.includes('Music.keys=Music_keys'), 'keys is reserved');
+    const named = (name: string) => t.ok(names.includes(name), `${name} (of ${names.join(', ')})`);
+    named('public.films=films');
+    named('shop.films=shop_films'); // the second films is named by its schema
+    named('Music.Play List=Play_List');
+    named('Music.keys=Music_keys'); // keys is reserved
   });
 
   t.test("with a role that may read two of films' columns: they alone, and the file still serves", async (t) => {

@@ -2,23 +2,18 @@
 // the client's types resolve the same file against demo/catalog.json. Both must be one registry: the snapshot is
 // what the demo's migrations make (regenerate: npm run demo:catalog), and the two resolve to the same collections.
 import { readFileSync } from 'node:fs';
-import postgres from 'postgres';
 import t from 'tap';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { DEMO_CATALOG, DEMO_FILE, demoRegistry } from '../../demo/collections.ts';
 import { openApiDocument } from '../../lib/openapi/document.ts';
 import { loadRegistry } from '../../lib/pagination/runtime.ts';
 import { demoCatalogText, withDemoDatabase } from '../../scripts/demo-catalog.ts';
-import { serverUrl } from '../helpers/db.ts';
+import { scratchSession, serverUrl } from '../helpers/db.ts';
 
 t.test('demo/catalog.json is the catalog the demo migrations make, and the file resolves to one registry on both', async (t) => {
   await withDemoDatabase(serverUrl(), async (url) => {
-    t.ok(
-      readFileSync(DEMO_CATALOG, 'utf8') === (await demoCatalogText(url)),
-      'demo/catalog.json is up to date: run `npm run demo:catalog`',
-    );
-    const sql = postgres(url, { max: 1, onnotice: () => {} });
-    t.teardown(() => sql.end());
+    t.equal(readFileSync(DEMO_CATALOG, 'utf8'), await demoCatalogText(url), 'demo/catalog.json is up to date: run `npm run demo:catalog`');
+    const sql = scratchSession(t, url);
     const live = await loadRegistry(sql, readFileSync(DEMO_FILE, 'utf8'), 'demo/collections.yaml', { serviceSchema: SERVICE_SCHEMA });
     const snapshot = demoRegistry();
     t.same([...live.keys()], ['products', 'orders', 'events']);

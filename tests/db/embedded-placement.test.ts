@@ -3,9 +3,9 @@
 import { chmod, lstat, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import postgres from 'postgres';
 import t from 'tap';
 import { startEmbedded } from '../../db/embedded.ts';
+import { withSession } from '../helpers/db.ts';
 
 /** A temporary folder every user can traverse (mkdtemp makes it 700), removed at teardown. */
 async function reachableDir(t: { teardown(fn: () => unknown): void }): Promise<string> {
@@ -16,13 +16,8 @@ async function reachableDir(t: { teardown(fn: () => unknown): void }): Promise<s
 }
 
 async function answers(url: string): Promise<number> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    const [row] = await sql`select 1 as one`;
-    return row!.one as number;
-  } finally {
-    await sql.end();
-  }
+  const [row] = await withSession(url, (sql) => sql`select 1 as one`);
+  return row!.one as number;
 }
 
 t.test('a data folder whose parents do not exist yet is made where it was asked for, not linked elsewhere', async (t) => {

@@ -1,12 +1,12 @@
 // PostgreSQL restarted, or the service's backends killed, under load: the service serves again within 1 s of the database accepting connections.
 // On a private cluster (tests/helpers/cluster.ts); the shared test server is never touched.
 import pg from 'pg';
-import postgres from 'postgres';
 import t, { type Test } from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
 import { migrateDemo } from '../../demo/migrate.ts';
 import { seedTable } from '../../demo/seed.ts';
 import { type Cluster, startCluster } from '../helpers/cluster.ts';
+import { withSession } from '../helpers/db.ts';
 import { freePort } from '../helpers/processes.ts';
 import { type ServerProcess, startServer } from '../helpers/servers.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';
@@ -76,11 +76,11 @@ await migrateDemo(url);
   await client.connect();
   await client.query(`update paginated_collections.rate_tiers set allowance = 1000000, concurrency = 1000 where name = 'anonymous'`);
   await client.end();
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  await seedTable(sql, 'products', 2_000);
-  await seedTable(sql, 'orders', 10);
-  await seedTable(sql, 'events', 10);
-  await sql.end();
+  await withSession(url, async (sql) => {
+    await seedTable(sql, 'products', 2_000);
+    await seedTable(sql, 'orders', 10);
+    await seedTable(sql, 'events', 10);
+  });
 }
 const server: ServerProcess = await startServer(t, await freePort(), { DATABASE_URL: url });
 
@@ -267,7 +267,12 @@ t.test('pg_ctl restart -m immediate under load (crash recovery at start)', (t) =
 t.test('pg_terminate_backend of every backend of the service under load', (t) =>
   repeatFault(t, 'pg_terminate_backend', async (t) => {
     const rows = await admin<{ terminated: boolean }>(url, `select pg_terminate_backend(pid) as terminated from (${SERVICE_BACKENDS}) s`);
-    t.ok(rows.length >= 2 && rows.every((row) => row.terminated), `${rows.length} backends terminated (pool and limiter)`);
+    t.ok(rows.length >= 2, `${rows.length} backends of the service (pool and limiter)`);
+    t.same(
+      rows.filter((row) => !row.terminated),
+      [],
+      'each terminated',
+    );
   }),
 );
 

@@ -1,13 +1,12 @@
 // Behind PgBouncer in transaction pooling mode: three instances starting at once on a new database (each
 // migrating and seeding over DATABASE_DIRECT_URL), 64 clients on one key: exactly the allowance is served,
 // cursor walks beside them complete, and no lease is left.
-import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import t from 'tap';
 import journal from '../../db/migrations/meta/_journal.json' with { type: 'json' };
 import { hashKey } from '../../lib/ratelimit/identity.ts';
 import { generateKey } from '../../lib/ratelimit/keys.ts';
-import { serverUrl, urlFor } from '../helpers/db.ts';
+import { scratchDatabase } from '../helpers/db.ts';
 import { chargedUnits, liveLeases } from '../helpers/limiter.ts';
 import { startPgBouncer } from '../helpers/pgbouncer.ts';
 import { freePort } from '../helpers/processes.ts';
@@ -17,14 +16,7 @@ const CLIENTS = 64;
 const ALLOWANCE = 100;
 
 t.test('three instances behind PgBouncer in transaction mode', async (t) => {
-  const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  t.teardown(async () => {
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
-  const direct = urlFor(name);
+  const direct = (await scratchDatabase(t)).url;
   const bouncer = await startPgBouncer(t, direct);
   const pooled = bouncer.urlOf(direct);
 

@@ -3,13 +3,13 @@
 // written on the primary shows after the replica's lag; a standby as DATABASE_URL is refused in one line.
 
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
-import postgres from 'postgres';
 import t from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
 import { migrateDemo } from '../../demo/migrate.ts';
 import { seedTable } from '../../demo/seed.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { startCluster } from '../helpers/cluster.ts';
+import { scratchSession } from '../helpers/db.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -23,14 +23,12 @@ t.test('collection queries on a streaming standby', async (t) => {
   const primary = await startCluster(t);
   await runMigrations(primary.url());
   await migrateDemo(primary.url());
-  const writer = postgres(primary.url(), { max: 1, onnotice: () => {} });
-  t.teardown(() => writer.end({ timeout: 1 }));
+  const writer = scratchSession(t, primary.url());
   await seedTable(writer, 'products', 100);
   await seedTable(writer, 'orders', 500);
   await seedTable(writer, 'events', 50);
   const standby = await startCluster(t, {}, { standbyOf: primary });
-  const reader = postgres(standby.url(), { max: 1, onnotice: () => {} });
-  t.teardown(() => reader.end({ timeout: 1 }));
+  const reader = scratchSession(t, standby.url());
   const [recovery] = await reader`select pg_is_in_recovery() as standby`;
   t.equal(recovery!.standby, true, 'the copy is a standby');
 

@@ -1,12 +1,12 @@
 // The demo data generator: deterministic, sized as asked, indexes kept, and events bunched on shared timestamps.
-import postgres, { type Sql, type TransactionSql } from 'postgres';
+import type { Sql, TransactionSql } from 'postgres';
 import t from 'tap';
 import { runMigrations } from '../../db/migrate.ts';
 import { migrateDemo } from '../../demo/migrate.ts';
 import { type SeedTable, seedTable, seedTables } from '../../demo/seed.ts';
 import { parseSeedArgs } from '../../scripts/seed.ts';
 import { testApp } from '../helpers/app.ts';
-import { testDatabase } from '../helpers/db.ts';
+import { scratchSession, testDatabase, withSession } from '../helpers/db.ts';
 import { sleep } from '../helpers/wait.ts';
 
 const sizes: Record<SeedTable, number> = { products: 3_000, orders: 2_000, events: 5_000 };
@@ -133,12 +133,12 @@ t.test('a seed swaps in a table exactly like the one the migrations made: indexe
   const { sql, url } = await testDatabase(t);
   const role = `seed_reader_${process.pid}`;
   await sql.unsafe(`create role ${role} nologin`).catch(() => {}); // left over from a killed run
-  t.teardown(async () => {
-    const admin = postgres(url, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop owned by ${role}`).catch(() => {});
-    await admin.unsafe(`drop role if exists ${role}`);
-    await admin.end();
-  });
+  t.teardown(() =>
+    withSession(url, async (admin) => {
+      await admin.unsafe(`drop owned by ${role}`).catch(() => {});
+      await admin.unsafe(`drop role if exists ${role}`);
+    }),
+  );
   for (const table of seedTables) {
     await sql.unsafe(`grant select on demo.${table} to ${role}`);
     const before = await tableShape(sql, table);
@@ -172,8 +172,7 @@ t.test('after a seed, rows inserted with plain SQL get the next ids', async (t) 
 t.test('a reseed of a live table never blocks its readers: they wait milliseconds, not the whole load', async (t) => {
   const { sql, url } = await testDatabase(t);
   await seedTable(sql, 'products', 1_000);
-  const reader = postgres(url, { max: 1, onnotice: () => {} });
-  t.teardown(() => reader.end());
+  const reader = scratchSession(t, url);
   // Connected and prepared before the seed starts: what is measured is waiting, not connecting.
   await reader`select id, name from demo.products limit 1`;
   let running = true;

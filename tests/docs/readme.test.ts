@@ -92,7 +92,7 @@ t.test('the README has examples, each claiming a status', async (t) => {
   const examples = examplesOf(readme);
   t.ok(examples.length >= 8, `README.md has ${examples.length} curl -g examples`);
   for (const example of examples) {
-    t.ok(example.status !== undefined, `README.md:${example.line} claims the status it gets: ${example.command}`);
+    t.not(example.status, undefined, `README.md:${example.line} claims the status it gets: ${example.command}`);
   }
   // Every example against the service is one the test runs: a line that talks to it without `curl -g` would go unchecked.
   const unchecked = shellLines(readme).filter(

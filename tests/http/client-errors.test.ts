@@ -149,7 +149,7 @@ t.test('each refused request: one log line with the id it was answered with, and
   for (const line of refused)
     t.same(Object.keys(line).sort(), ['code', 'hostname', 'level', 'msg', 'outcome', 'pid', 'reason', 'reqId', 'status', 'time']);
   // Nothing of what was sent: neither the request line nor a header.
-  for (const sent of ['G@T', 'Bad Header', 'aaaaaaaaaa', 'chunked']) t.notOk(server.output().includes(sent), `${sent} is in no line`);
+  for (const sent of ['G@T', 'Bad Header', 'aaaaaaaaaa', 'chunked']) t.notMatch(server.output(), sent, `${sent} is in no line`);
   t.equal(
     logLines(server.output()).filter((line) => line.path === '/v1/keys').length,
     0,

@@ -53,7 +53,7 @@ t.test('CORS_ORIGINS unset (*): every answer is readable from any page, with the
     t.equal(res.status, status, path);
     t.equal(res.headers.get('access-control-allow-origin'), '*', path);
     t.equal(res.headers.get('access-control-expose-headers'), EXPOSED, path);
-    t.notOk(res.headers.get('vary')?.includes('Origin'), `${path}: the same answer for every origin`);
+    t.notMatch(res.headers.get('vary') ?? '', 'Origin', `${path}: the same answer for every origin`);
   }
   const plain = await fetch(`${origin}/v1/products?limit=1`);
   t.equal(plain.headers.get('access-control-allow-origin'), '*', 'also without Origin: a cached copy serves a page too');

@@ -1,7 +1,7 @@
 // Which errors mean "the database is away" (a 503 and Retry-After) rather than a bug (a 500); one refusal is real.
-import postgres from 'postgres';
 import t from 'tap';
 import { isDatabaseUnavailable } from '../../lib/http/errors.ts';
+import { scratchSession, serverUrl, withSession } from '../helpers/db.ts';
 
 /** An error as postgres.js reports a server's refusal, with its SQLSTATE. */
 function serverError(code: string): Error {
@@ -25,27 +25,27 @@ t.test('errors of the query itself are not', async (t) => {
 
 t.test('a real refusal for too many connections is one', async (t) => {
   // A role allowed no connection at all: the server answers 53300 at once, as it does when max_connections is reached.
-  const admin = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
+  const admin = scratchSession(t, serverUrl());
   const role = `t_${process.pid}_limited`;
   await admin.unsafe(`drop role if exists ${role}`);
   // With the server's password, where it asks for one (the embedded PostgreSQL): the limit is checked once
   // the role has logged in.
-  const password = new URL(process.env.DATABASE_URL!).password;
+  const password = new URL(serverUrl()).password;
   await admin.unsafe(
     `create role ${role} login connection limit 0${password ? ` password '${decodeURIComponent(password).replaceAll("'", "''")}'` : ''}`,
   );
-  t.teardown(async () => {
-    await admin.unsafe(`drop role if exists ${role}`);
-    await admin.end();
-  });
-  const url = new URL(process.env.DATABASE_URL!);
+  t.teardown(() => admin.unsafe(`drop role if exists ${role}`));
+  const url = new URL(serverUrl());
   url.username = role;
-  const client = postgres(url.href, { max: 1, onnotice: () => {}, connect_timeout: 5 });
-  const error = await client`select 1`.then(
-    () => undefined,
-    (error: unknown) => error,
+  const error = await withSession(
+    url.href,
+    (client) =>
+      client`select 1`.then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+    { connect_timeout: 5 },
   );
-  await client.end();
   t.equal((error as { code?: string }).code, '53300', 'the server refused the connection with too_many_connections');
   t.ok(isDatabaseUnavailable(error), 'which is the database being away');
 });

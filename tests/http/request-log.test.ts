@@ -73,13 +73,13 @@ t.test('a key is never logged: the subject is the key id', async (t) => {
   t.match(lineFor(log.lines(), '/v1/products'), { subject: `key:${issued.body.id}`, tier: 'free', outcome: 'served' });
   const registration = lineFor(log.lines(), '/v1/keys');
   t.match(registration, { method: 'POST', status: 201, tier: 'registration', subject: 'reg:192.0.2.1' });
-  t.notOk(log.raw().includes(key), 'the key appears in no line');
-  t.notOk(log.raw().includes(key.slice(4, 20)), 'nor any part of it');
+  t.notMatch(log.raw(), key, 'the key appears in no line');
+  t.notMatch(log.raw(), key.slice(4, 20), 'nor any part of it');
 
   const bad = await api.request('/v1/products?limit=1', { headers: { authorization: 'Bearer pck_notakeyatall0000000000' } });
   t.equal(bad.status, 401);
   t.match(lineFor(log.lines(), '/v1/products'), { status: 401, outcome: 'invalid key', subject: 'ip:192.0.2.1' });
-  t.notOk(log.raw().includes('notakeyatall'), 'an invalid key is not logged either');
+  t.notMatch(log.raw(), 'notakeyatall', 'an invalid key is not logged either');
 });
 
 t.test('declined and concurrency outcomes', async (t) => {
@@ -134,7 +134,7 @@ t.test('a 500: its error logged once, with the stack, on the request line at err
   t.match(err.stack, /\n\s+at /, 'with its stack');
   // The chunk's select or its count, whichever answers first: `column products.name` or `column "name"`.
   t.match(err, { type: 'PostgresError', code: '42703', message: /column \S*name"? does not exist/ }, "the driver's error");
-  t.notOk(log.raw().includes('Zzfiltervalue'), 'the filter value is in no line, message and stack included');
+  t.notMatch(log.raw(), 'Zzfiltervalue', 'the filter value is in no line, message and stack included');
 });
 
 t.test("Drizzle's query error: logged with its statement and stack, without its parameters", async (t) => {

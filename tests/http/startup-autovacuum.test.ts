@@ -1,9 +1,8 @@
 // Start-up: one warning line when the PostgreSQL server runs with autovacuum off, which the rate limiter's
-// table needs (docs/operations.md, "Autovacuum"). Autovacuum is a server setting, so a private cluster has it off.
-import postgres from 'postgres';
+// table needs (docs/how-to/own-database.md, "Autovacuum"). Autovacuum is a server setting, so a private cluster has it off.
 import t from 'tap';
 import { startCluster } from '../helpers/cluster.ts';
-import { testDatabase } from '../helpers/db.ts';
+import { scratchSession, testDatabase, withSession } from '../helpers/db.ts';
 import { logLines } from '../helpers/logs.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
@@ -19,13 +18,8 @@ function warnings(output: string): string[] {
 }
 
 async function autovacuumOf(url: string): Promise<string> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    const [row] = await sql`show autovacuum`;
-    return row!.autovacuum as string;
-  } finally {
-    await sql.end();
-  }
+  const [row] = await withSession(url, (sql) => sql`show autovacuum`);
+  return row!.autovacuum as string;
 }
 
 t.test('a server with autovacuum off: one warning line; with it on: none', async (t) => {
@@ -36,8 +30,7 @@ t.test('a server with autovacuum off: one warning line; with it on: none', async
   t.equal(lines.length, 1, `one warning line:\n${off.output()}`);
   t.match(lines[0], /^autovacuum is off on this PostgreSQL server; .*\(docs\/operations\.md, "Autovacuum"\)$/);
 
-  const admin = postgres(cluster.url(), { max: 1, onnotice: () => {} });
-  t.teardown(() => admin.end());
+  const admin = scratchSession(t, cluster.url());
   await admin`alter system set autovacuum = on`;
   await admin`select pg_reload_conf()`;
   await waitFor('autovacuum on after the reload', () => autovacuumOf(cluster.url()), {

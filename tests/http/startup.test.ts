@@ -6,13 +6,12 @@ import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import postgres from 'postgres';
 import t from 'tap';
 import { EmbeddedError, startEmbedded } from '../../db/embedded.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { migrateDemo } from '../../demo/migrate.ts';
 import { defaultSizes } from '../../demo/seed.ts';
-import { serverUrl, testDatabase, urlFor } from '../helpers/db.ts';
+import { scratchDatabase, scratchSession, serverUrl, testDatabase, withSession } from '../helpers/db.ts';
 import { freePort, stopProcess } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 
@@ -50,19 +49,15 @@ t.test('the embedded PostgreSQL starts, keeps its data across restarts, and stop
   const first = await startEmbedded({ dataDir });
   await runMigrations(first.url);
   await migrateDemo(first.url);
-  let sql = postgres(first.url, { max: 1, onnotice: () => {} });
-  await sql`insert into demo.products (name, category, price_cents) values ('kept', 'x', 1)`;
-  await sql.end();
+  await withSession(first.url, (sql) => sql`insert into demo.products (name, category, price_cents) values ('kept', 'x', 1)`);
   await first.stop();
   const second = await startEmbedded({ dataDir });
-  sql = postgres(second.url, { max: 1, onnotice: () => {} });
-  const rows = await sql`select name from demo.products`;
+  const rows = await withSession(second.url, (sql) => sql`select name from demo.products`);
   t.same(
     rows.map((r) => r.name),
     ['kept'],
     'a restart finds the data again',
   );
-  await sql.end();
   await second.stop();
 });
 
@@ -132,23 +127,13 @@ t.test('an embedded PostgreSQL left running by a killed process is adopted, and 
   const lines: string[] = [];
   const adopter = await startEmbedded({ dataDir, log: (line) => lines.push(line) });
   t.match(lines.join('\n'), new RegExp(`left running by a process that is gone, on port \\d+ \\(process ${pid}\\).*adopted`));
-  const sql = postgres(adopter.url, { max: 1, onnotice: () => {} });
-  t.same(await sql`select 1 as one`, [{ one: 1 }], 'the adopted server answers');
-  await sql.end();
+  t.same(await withSession(adopter.url, (sql) => sql`select 1 as one`), [{ one: 1 }], 'the adopted server answers');
   await adopter.stop();
   t.throws(() => process.kill(pid, 0), 'stopping the adopter stops the orphan');
 });
 
 t.test('two instances starting at once on one fresh database migrate and seed it once', async (t) => {
-  const name = `t_${process.pid}_startup`;
-  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`drop database if exists ${name} with (force)`);
-  await admin.unsafe(`create database ${name}`);
-  const env = { DATABASE_URL: urlFor(name) };
-  t.teardown(async () => {
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
+  const env = { DATABASE_URL: (await scratchDatabase(t)).url };
   const ports = [await freePort(), await freePort()];
   const servers = await Promise.all(ports.map((port) => startServer(t, port, env)));
   for (const { url } of servers) {
@@ -161,13 +146,13 @@ t.test('two instances starting at once on one fresh database migrate and seed it
     t.match(raw, /^HTTP\/1\.1 400 /, `Host: "${host}" is a 400`);
     t.match(raw, /content-type: application\/problem\+json/i, 'with problem+json');
   }
-  const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
-  const [migrations] = await sql`select count(*)::int as n from paginated_collections.__drizzle_migrations`;
   const files = (await import('../../db/migrations/meta/_journal.json', { with: { type: 'json' } })).default.entries.length;
-  t.equal(migrations!.n, files, 'each migration applied once');
-  const [orders] = await sql`select count(*)::int as n from demo.orders`;
-  t.equal(orders!.n, defaultSizes.orders);
-  await sql.end();
+  await withSession(env.DATABASE_URL, async (sql) => {
+    const [migrations] = await sql`select count(*)::int as n from paginated_collections.__drizzle_migrations`;
+    t.equal(migrations!.n, files, 'each migration applied once');
+    const [orders] = await sql`select count(*)::int as n from demo.orders`;
+    t.equal(orders!.n, defaultSizes.orders);
+  });
   const codes = await Promise.all(servers.map(({ child }) => stopProcess(child)));
   t.same(codes, [0, 0], 'SIGTERM shuts both down cleanly');
 });
@@ -186,50 +171,40 @@ async function failedStart(env: Record<string, string>): Promise<{ code: number;
 }
 
 t.test('with DATABASE_URL and no COLLECTIONS, start-up stops with one line and touches nothing', async (t) => {
-  const name = `t_${process.pid}_bare`;
-  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`drop database if exists ${name}`);
-  await admin.unsafe(`create database ${name}`);
-  t.teardown(async () => {
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
-  const failed = await failedStart({ DATABASE_URL: urlFor(name) });
+  const { url } = await scratchDatabase(t);
+  const failed = await failedStart({ DATABASE_URL: url });
   t.equal(failed.code, 1);
   t.equal(
     failed.stderr,
     'COLLECTIONS is not set: name the tables to serve in a file (npm run --silent collections -- init > collections.yaml, then COLLECTIONS=collections.yaml; docs/reference/collections-file.md), or set COLLECTIONS=demo to serve the demo in this database',
   );
-  const sql = postgres(urlFor(name), { max: 1, onnotice: () => {} });
-  const [made] = await sql`
+  const [made] = await withSession(
+    url,
+    (sql) => sql`
     select (select count(*)::int from pg_namespace where nspname not like 'pg\\_%' and nspname not in ('information_schema', 'public')) as schemas,
-      (select count(*)::int from pg_class where relnamespace = 'public'::regnamespace) as relations`;
-  await sql.end();
+      (select count(*)::int from pg_class where relnamespace = 'public'::regnamespace) as relations`,
+  );
   t.same(made, { schemas: 0, relations: 0 }, 'no schema, no table: nothing was migrated');
 });
 
 t.test('a collections file that cannot be served stops start-up with its problems, one line each, before any migration', async (t) => {
-  const name = `t_${process.pid}_team`;
-  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`drop database if exists ${name}`);
-  await admin.unsafe(`create database ${name}`);
-  await admin.unsafe(`drop role if exists ${name}_reader`);
+  const role = `t_${process.pid}_team_reader`;
+  const admin = scratchSession(t, serverUrl());
+  await admin.unsafe(`drop role if exists ${role}`);
   // With a password: the embedded default's server asks one of every role but its owner.
-  await admin.unsafe(`create role ${name}_reader login password 'reader'`);
-  t.teardown(async () => {
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.unsafe(`drop role if exists ${name}_reader`);
-    await admin.end();
+  await admin.unsafe(`create role ${role} login password 'reader'`);
+  t.teardown(() => admin.unsafe(`drop role if exists ${role}`));
+  // Made after the role: teardowns run last first, so the database and its grants go before the role does.
+  const { url } = await scratchDatabase(t);
+  await withSession(url, async (sql) => {
+    await sql`create table films (film_id int primary key, title text not null, secret text)`;
+    await sql.unsafe(`grant select (film_id, title) on films to ${role}`);
   });
-  const sql = postgres(urlFor(name), { max: 1, onnotice: () => {} });
-  await sql`create table films (film_id int primary key, title text not null, secret text)`;
-  await sql.unsafe(`grant select (film_id, title) on films to ${name}_reader`);
-  await sql.end();
   const folder = await mkdtemp(path.join(tmpdir(), 'collections-'));
   t.teardown(() => rm(folder, { recursive: true, force: true }));
   const file = path.join(folder, 'collections.yaml');
   await writeFile(file, 'collections:\n  - relation: public.films\n    columns: [film_id, titel]\n  - relation: public.missing\n');
-  const bad = await failedStart({ DATABASE_URL: urlFor(name), COLLECTIONS: file });
+  const bad = await failedStart({ DATABASE_URL: url, COLLECTIONS: file });
   t.equal(bad.code, 1);
   t.same(
     bad.stderr.split('\n'),
@@ -241,8 +216,8 @@ t.test('a collections file that cannot be served stops start-up with its problem
   );
   // A column the data role may not read: refused at start-up, by name.
   await writeFile(file, 'collections:\n  - relation: public.films\n    columns: [film_id, title, secret]\n');
-  const reader = new URL(urlFor(name));
-  reader.username = `${name}_reader`;
+  const reader = new URL(url);
+  reader.username = role;
   reader.password = 'reader';
   const refused = await failedStart({ DATABASE_URL: reader.toString(), COLLECTIONS: file });
   t.equal(refused.code, 1);
@@ -251,11 +226,12 @@ t.test('a collections file that cannot be served stops start-up with its problem
     new RegExp(`^Could not start: Invalid collections file ${file}, collection films: column secret: the role may not SELECT it`),
   );
   t.equal(refused.stderr.split('\n').length, 1, 'one line');
-  const missing = await failedStart({ DATABASE_URL: urlFor(name), COLLECTIONS: path.join(folder, 'nope.yaml') });
+  const missing = await failedStart({ DATABASE_URL: url, COLLECTIONS: path.join(folder, 'nope.yaml') });
   t.equal(missing.stderr, `Could not start: COLLECTIONS=${path.join(folder, 'nope.yaml')}: the file cannot be read (ENOENT)`);
-  const check = postgres(urlFor(name), { max: 1, onnotice: () => {} });
-  const [schemas] = await check`select count(*)::int as n from pg_namespace where nspname in ('paginated_collections', 'drizzle', 'demo')`;
-  await check.end();
+  const [schemas] = await withSession(
+    url,
+    (check) => check`select count(*)::int as n from pg_namespace where nspname in ('paginated_collections', 'drizzle', 'demo')`,
+  );
   t.equal(schemas!.n, 0, 'nothing was migrated');
 });
 

@@ -48,7 +48,7 @@ t.test('/docs renders the API in headless Chromium, from this service alone, and
     'category[in]',
     'name[prefix]',
   ]) {
-    t.ok(rendered.includes(name), `the parameter ${name} is rendered`);
+    t.ok(rendered.includes(name), `the parameter ${name} is rendered (of ${rendered.join(', ')})`);
   }
   const responses = await products.locator('.responses-wrapper').textContent();
   for (const header of [
@@ -74,7 +74,7 @@ t.test('/docs renders the API in headless Chromium, from this service alone, and
   const body = JSON.parse((await live.locator('.highlight-code pre').first().textContent()) ?? '');
   t.equal(body.products.length, 3, 'a chunk of three products');
   t.equal(body.limit, 3);
-  t.ok(body._links.next.href.includes('limit=3'), 'with its links');
+  t.match(body._links.next?.href, 'limit=3', 'with its links');
   t.match(await live.textContent(), /x-ratelimit-remaining/i, 'and its rate-limit headers');
 
   const outside = requested.filter((url) => !url.startsWith(`${base}/`) && !url.startsWith('data:'));

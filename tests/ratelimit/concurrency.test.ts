@@ -1,9 +1,9 @@
 // The concurrency cap: in-flight requests per client, exact; leases left behind expire by themselves.
-import postgres from 'postgres';
+import type postgres from 'postgres';
 import t from 'tap';
 import { type Decision, databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { testApp } from '../helpers/app.ts';
-import { lockWaiters } from '../helpers/db.ts';
+import { lockWaiters, scratchSession } from '../helpers/db.ts';
 import { chargedUnits, limits, liveLeases, setTier } from '../helpers/limiter.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -22,9 +22,7 @@ async function holdLock(
   url: string,
   take: (sql: postgres.ReservedSql) => Promise<unknown>,
 ): Promise<{ sql: postgres.ReservedSql; unlock(): Promise<void> }> {
-  const locker = postgres(url, { max: 1, onnotice: () => {} });
-  t.teardown(() => locker.end({ timeout: 1 }));
-  const sql = await locker.reserve();
+  const sql = await scratchSession(t, url).reserve();
   await sql`begin`;
   await take(sql);
   return {

@@ -1,13 +1,14 @@
 // Housekeeping: the rows of quiet subjects go away, removed by whichever instance takes the lock.
-import postgres from 'postgres';
+import type { Sql } from 'postgres';
 import t from 'tap';
 import { housekeep } from '../../lib/ratelimit/housekeeping.ts';
 import { databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { testApp } from '../helpers/app.ts';
+import { scratchSession } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';
 
-async function rows(sql: postgres.Sql): Promise<number> {
+async function rows(sql: Sql): Promise<number> {
   const [row] = await sql`select count(*)::int as n from paginated_collections.rate_windows`;
   return row!.n;
 }
@@ -41,8 +42,7 @@ t.test('a row that a batch holds is skipped, not waited for', async (t) => {
   const api = await testApp(t, { rateLimit: true });
   await api.request('/v1', { address: '198.51.100.1' });
   await api.request('/v1', { address: '198.51.100.2' });
-  const other = postgres(api.database.url, { max: 1, onnotice: () => {} });
-  t.teardown(() => other.end({ timeout: 1 }));
+  const other = scratchSession(t, api.database.url);
   await other.begin(async (tx) => {
     await tx`select 1 from paginated_collections.rate_windows where subject = 'ip:198.51.100.1' for no key update`;
     t.equal(await housekeep(api.database.sql, 200), 1, 'the other row goes at once');
@@ -52,8 +52,7 @@ t.test('a row that a batch holds is skipped, not waited for', async (t) => {
 
 t.test('one instance at a time: the others skip while the lock is held', async (t) => {
   const api = await testApp(t, { rateLimit: true });
-  const other = postgres(api.database.url, { max: 1, onnotice: () => {} });
-  t.teardown(() => other.end({ timeout: 1 }));
+  const other = scratchSession(t, api.database.url);
   await other.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(7204119003)`;
     t.equal(await housekeep(api.database.sql), -1);

@@ -4,9 +4,8 @@
 // releases (live, stale and repeated ones) and decisions, each decision at its own clock, on a clock frozen
 // by the test, so that every lease expiry is decided exactly, never by how fast the statements ran.
 import fc from 'fast-check';
-import postgres from 'postgres';
 import t from 'tap';
-import { testDatabase } from '../helpers/db.ts';
+import { scratchSession, testDatabase } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';
 
 const CAP = 3;
@@ -49,12 +48,7 @@ t.test('the cap counts exactly the leases in flight, through releases, expiries 
   await sql`create schema frozen`;
   await sql`create function frozen.clock_timestamp() returns timestamptz language sql stable
               as $$ select to_timestamp(current_setting('test.now')::float8) $$`;
-  const frozen = postgres(database.url, {
-    max: 1,
-    onnotice: () => {},
-    connection: { search_path: 'frozen, pg_catalog, public' },
-  });
-  t.teardown(() => frozen.end({ timeout: 1 }));
+  const frozen = scratchSession(t, database.url, { connection: { search_path: 'frozen, pg_catalog, public' } });
 
   let run = 0;
   let decided = 0;

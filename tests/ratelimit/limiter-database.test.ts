@@ -1,12 +1,13 @@
 // LIMITER_DATABASE_URL: the limiter on a database of its own, beside the data database, each a private
 // cluster (tests/helpers/cluster.ts); three server processes share both. Exact across the instances, keys and
 // tiers changed through /admin seen by all, every row where it belongs, each database's outage a 503.
-import postgres from 'postgres';
+import type { Sql } from 'postgres';
 import t from 'tap';
 import { migrateDemo } from '../../demo/migrate.ts';
 import { seedTable } from '../../demo/seed.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { startCluster } from '../helpers/cluster.ts';
+import { scratchSession, withSession } from '../helpers/db.ts';
 import { freePort } from '../helpers/processes.ts';
 import { type ServerProcess, startServer } from '../helpers/servers.ts';
 import { sleep, waitFor } from '../helpers/wait.ts';
@@ -14,18 +15,17 @@ import { sleep, waitFor } from '../helpers/wait.ts';
 const data = await startCluster(t);
 const limiterDb = await startCluster(t);
 await migrateDemo(data.url());
-const seed = postgres(data.url(), { max: 1, onnotice: () => {} });
-await seedTable(seed, 'products', 100);
-await seedTable(seed, 'orders', 10);
-await seedTable(seed, 'events', 10);
-await seed.end();
+await withSession(data.url(), async (seed) => {
+  await seedTable(seed, 'products', 100);
+  await seedTable(seed, 'orders', 10);
+  await seedTable(seed, 'events', 10);
+});
 
 const env = { DATABASE_URL: data.url(), LIMITER_DATABASE_URL: limiterDb.url(), ADMIN_TOKEN };
 const servers: ServerProcess[] = [];
 for (let i = 0; i < 3; i++) servers.push(await startServer(t, await freePort(), env));
-const onData = postgres(data.url(), { max: 1, onnotice: () => {} });
-const onLimiter = postgres(limiterDb.url(), { max: 1, onnotice: () => {} });
-t.teardown(() => Promise.all([onData.end(), onLimiter.end()]));
+const onData = scratchSession(t, data.url());
+const onLimiter = scratchSession(t, limiterDb.url());
 
 const admin = (server: ServerProcess, method: string, path: string, body?: unknown) =>
   fetch(`${server.url}/admin${path}`, {
@@ -76,13 +76,13 @@ t.test('keys and tiers are written to the limiter database, and every instance d
 });
 
 t.test("the service's whole state is on the limiter database, the data database holds only what is served", async (t) => {
-  const schemas = async (sql: postgres.Sql) =>
+  const schemas = async (sql: Sql) =>
     (await sql`select nspname from pg_namespace where nspname in ('paginated_collections', 'drizzle', 'demo') order by 1`).map(
       (row) => row.nspname,
     );
   t.same(await schemas(onData), ['demo'], "the data database: the demo's schema, nothing of the service's");
   t.same(await schemas(onLimiter), ['paginated_collections'], "the limiter database: the service's schema, no demo");
-  const count = async (sql: postgres.Sql, query: string) => Number((await sql.unsafe(query))[0]!.n);
+  const count = async (sql: Sql, query: string) => Number((await sql.unsafe(query))[0]!.n);
   t.equal(await count(onLimiter, `select count(*) as n from paginated_collections.api_keys where id = '${keyId}'`), 1, 'the key');
   t.equal(await count(onLimiter, `select count(*) as n from paginated_collections.rate_tiers where name = 'tiny'`), 1, 'the tier');
   t.same(
