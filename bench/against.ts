@@ -18,8 +18,8 @@ export interface Against {
   readonly commit: string;
   /** The worktree, a detached checkout of `commit` in a temporary directory. */
   readonly root: string;
-  /** Removes the worktree; safe to call twice. */
-  remove(): Promise<void>;
+  /** Removes the worktree; safe to call twice, and called on the process's exit if it was not. */
+  remove(): void;
 }
 
 function git(args: string[]): string {
@@ -47,9 +47,10 @@ export function checkoutAgainst(ref: string, log: (line: string) => void): Again
   }
   const root = mkdtempSync(path.join(tmpdir(), 'bench-against-'));
   let removed = false;
-  const remove = async () => {
+  const remove = () => {
     if (removed) return;
     removed = true;
+    process.off('exit', remove);
     // The link first, so that nothing below can reach into this checkout's node_modules.
     rmSync(path.join(root, 'node_modules'), { force: true });
     try {
@@ -60,12 +61,14 @@ export function checkoutAgainst(ref: string, log: (line: string) => void): Again
     rmSync(root, { recursive: true, force: true });
     git(['worktree', 'prune']);
   };
+  // Also when the bench dies of an error nothing caught: all of it is synchronous, so it runs on 'exit'.
+  process.once('exit', remove);
   try {
     log(`Checking out ${ref} (${commit.slice(0, 12)}) in ${root}`);
     git(['worktree', 'add', '--detach', root, commit]);
     symlinkSync(path.join(projectRoot, 'node_modules'), path.join(root, 'node_modules'), 'dir');
   } catch (error) {
-    void remove();
+    remove();
     throw new Error(`Could not check out ${ref} in ${root}: ${(error as Error).message}`);
   }
   return { ref, commit, root, remove };

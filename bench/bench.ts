@@ -479,7 +479,7 @@ async function main(): Promise<number> {
     console.error((error as Error).message);
     return 2;
   }
-  if (against) resources.add(against.remove);
+  if (against) resources.add(async () => against.remove());
   // Each row of `service` followed by its twin on the other commit's service, when there is one.
   const twin = against && twinServer(servers, against);
   const measured = twin && against ? withTwins(selected, twin, against) : selected;
