@@ -74,8 +74,6 @@ export interface Database {
    * backends (whether a statement waits for a lock: db/cancel.ts). It connects when first used.
    */
   readonly watch: Sql;
-  /** Set on a request's own view of the database: its statements are timed and bounded by it (lib/pagination/statement.ts). */
-  readonly budget?: StatementBudget;
   /**
    * The rate limiter's databases, in the order of DatabaseOptions.limiters: at start-up, that of their own
    * records (lib/ratelimit/record-order.ts), the first holding the keys and tiers every other copies

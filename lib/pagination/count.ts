@@ -1,7 +1,7 @@
 // The size of a filtered collection: exact (count(*)), estimated (the planner's estimate), or none.
 import { sql } from 'drizzle-orm';
 import type { Sql } from 'postgres';
-import type { Database } from '../../db/client.ts';
+import type { Database, StatementBudget } from '../../db/client.ts';
 import { invalidParameter } from '../http/errors.ts';
 import { type Filter, filterCondition, filtersKey, filterValues } from './filters.ts';
 import type { QueryParams } from './params.ts';
@@ -61,8 +61,7 @@ interface KeptEstimate {
 }
 
 /**
- * Per pool (a replica's statistics are its own), in the order they were asked for: a request's own view of
- * the database (Database.budget) shares its pool's.
+ * Per pool (a replica's statistics are its own), in the order they were asked for.
  */
 const keptEstimates = new WeakMap<Sql, Map<string, KeptEstimate>>();
 
@@ -72,7 +71,12 @@ const keptEstimates = new WeakMap<Sql, Map<string, KeptEstimate>>();
  * Fast at any size: it reads statistics, no rows. Kept for ESTIMATE_KEPT_MS; a kept one that has answered is
  * returned as a number, so that a request priced by it (lib/service/charge.ts) waits for nothing.
  */
-export function estimateItems(database: Database, collection: Collection, filters: readonly Filter[]): number | Promise<number> {
+export function estimateItems(
+  database: Database,
+  collection: Collection,
+  filters: readonly Filter[],
+  budget?: StatementBudget,
+): number | Promise<number> {
   const values = valuesOf(collection, filters);
   const key = `${collectionKey(collection)}|estimate|${filtersKey(filters)}`;
   let kept = keptEstimates.get(database.sql);
@@ -86,7 +90,7 @@ export function estimateItems(database: Database, collection: Collection, filter
   if (hit !== undefined && hit.until > now) return hit.value ?? hit.estimate;
   kept.delete(keptKey);
   if (kept.size >= ESTIMATES_KEPT) kept.delete(kept.keys().next().value!);
-  const estimate = planRows(database, collection, filters, key, values);
+  const estimate = planRows(database, collection, filters, key, values, budget);
   const entry: KeptEstimate = { until: now + ESTIMATE_KEPT_MS, estimate };
   kept.set(keptKey, entry);
   estimate.then(
@@ -107,13 +111,14 @@ async function planRows(
   filters: readonly Filter[],
   key: string,
   values: Record<string, unknown>,
+  budget: StatementBudget | undefined,
 ): Promise<number> {
   const { drizzle } = database;
   const shape = shapeOf(database, key, () => {
     const query = drizzle.select({ one: sql`1` }).from(collection.table).where(filterCondition(collection, filters)).toSQL();
     return { toSQL: () => ({ ...query, sql: `explain (format json) ${query.sql}` }) };
   });
-  const [row] = await runShape(database, shape, values);
+  const [row] = await runShape(database, shape, values, budget);
   const plan = (row?.[0] as [{ Plan: { 'Plan Rows': number } }] | undefined)?.[0]?.Plan;
   return Math.round(plan?.['Plan Rows'] ?? 0);
 }
@@ -122,7 +127,13 @@ async function planRows(
  * The exact size of the filtered set, reading at most `cap` rows when a cap is given (a count over a
  * subquery with a LIMIT): the count stops at the cap, whatever the table's size.
  */
-async function countRows(database: Database, collection: Collection, filters: readonly Filter[], cap?: number): Promise<number> {
+async function countRows(
+  database: Database,
+  collection: Collection,
+  filters: readonly Filter[],
+  budget: StatementBudget | undefined,
+  cap?: number,
+): Promise<number> {
   const { drizzle } = database;
   const key = `${collectionKey(collection)}|count|${filtersKey(filters)}|${cap ?? ''}`;
   const shape = shapeOf(database, key, () => {
@@ -131,7 +142,7 @@ async function countRows(database: Database, collection: Collection, filters: re
     const rows = drizzle.select({ one: sql`1` }).from(collection.table).where(where).limit(literalLimit(cap)).as('capped');
     return drizzle.select({ n: sql<number>`count(*)` }).from(rows);
   });
-  const [row] = await runShape(database, shape, valuesOf(collection, filters));
+  const [row] = await runShape(database, shape, valuesOf(collection, filters), budget);
   return Number(row?.[0] ?? 0);
 }
 
@@ -144,18 +155,19 @@ export async function countItems(
   collection: Collection,
   filters: readonly Filter[],
   mode: CountMode,
-  estimate?: number,
+  estimate: number | undefined,
+  budget: StatementBudget | undefined,
 ): Promise<Size | undefined> {
   if (mode === 'none') return undefined;
   if (mode === 'exact') {
-    const size = await countRows(database, collection, filters);
+    const size = await countRows(database, collection, filters, budget);
     return { size, estimated: false, counted: size };
   }
-  const planned = estimate ?? (await estimateItems(database, collection, filters));
+  const planned = estimate ?? (await estimateItems(database, collection, filters, budget));
   const threshold = collection.countThreshold;
   if (mode === 'estimated' || planned >= threshold) return { size: planned, estimated: true, counted: 0 };
   // Under the threshold by the estimate: counted, but never past it, should the estimate be far too low.
-  const counted = await countRows(database, collection, filters, threshold + 1);
+  const counted = await countRows(database, collection, filters, budget, threshold + 1);
   return counted <= threshold
     ? { size: counted, estimated: false, counted }
     : { size: Math.max(planned, counted), estimated: true, counted };

@@ -19,8 +19,8 @@ export interface ExecuteDeps {
  */
 export function execute(prepared: PreparedRead, deps: ExecuteDeps, collectionUrl: string, budget?: StatementBudget): Promise<Chunk> {
   const { variant, request, plan } = prepared.read;
-  const database = budget === undefined ? deps.database : { ...deps.database, budget };
+  const { database, cursorSecret } = deps;
   const href = linkBuilder(collectionUrl, request.params);
-  const chunk = variant.serve({ ...request, cursorSecret: deps.cursorSecret, database, collectionUrl, href }, plan);
+  const chunk = variant.serve({ ...request, cursorSecret, database, budget, collectionUrl, href }, plan);
   return withTimeout(chunk, database.queryDeadlineMs);
 }

@@ -276,11 +276,11 @@ export async function fetchKeyset(
   keys: readonly SortKey[],
   pageSize: number,
 ): Promise<KeysetChunk> {
-  const { collection, database } = request;
+  const { collection, database, budget } = request;
   const read = (region?: Region) => {
     const key = `${collectionKey(collection)}|k|${filtersKey(filters)}|${sortParam(keys)}|${startKey(start, region)}|${pageSize}`;
     const shape = shapeOf(database, key, () => keysetQuery(database, collection, filters, keys, start, pageSize, region));
-    return runShape(database, shape, keysetValues(collection, filters, start, region));
+    return runShape(database, shape, keysetValues(collection, filters, start, region), budget);
   };
   let rows: unknown[][];
   if (splitAtNulls(collection, keys, start)) {

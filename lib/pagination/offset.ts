@@ -63,14 +63,17 @@ function positionalQuery(
 /** The items at [offset, offset + pageSize) in the request's order, and the size in the plan's count mode. */
 export async function fetchPositional(request: ChunkRequest, plan: PositionalPlan): Promise<Positional> {
   const { offset, pageSize: limit, count, estimate } = plan;
-  const { collection, database, filters, sort } = request;
+  const { collection, database, budget, filters, sort } = request;
   // The first chunk is a shape of its own: it skips nothing, and its plan needs no guess at the offset.
   const skips = offset > 0;
   const key = `${collectionKey(collection)}|p|${filtersKey(filters)}|${sortParam(sort)}|${skips ? 'o' : ''}|${limit}`;
   const shape = shapeOf(database, key, () => positionalQuery(database, collection, filters, sort, skips, limit));
   const values: Record<string, unknown> = skips ? { offset } : {};
   filterValues(collection, filters, values);
-  const [rows, size] = await Promise.all([runShape(database, shape, values), countItems(database, collection, filters, count, estimate)]);
+  const [rows, size] = await Promise.all([
+    runShape(database, shape, values, budget),
+    countItems(database, collection, filters, count, estimate, budget),
+  ]);
   return { items: itemsOf(collection, rows, limit), more: rows.length > limit, size };
 }
 

@@ -31,13 +31,19 @@ const unsentByPool = new WeakMap<Database['sql'], Map<Shape, Map<string, Unsent>
  * values joins it. Requests that a limiter's decision let through together, or that arrived together, ask
  * for the same chunk together; each would otherwise have PostgreSQL read and send the same rows. Sent
  * after every request that joins it arrived, the statement sees what each of them would have seen alone
- * (docs/explanation/queries.md, "Identical reads share a statement"). On a request's own view of the database (with a
- * budget: Database.budget), the statement is timed by the server's clock and may run no longer than the
- * budget allows; its time is told to the budget.
+ * (docs/explanation/queries.md, "Identical reads share a statement"). With a request's `budget` (docs/explanation/budgets.md),
+ * the statement is timed by the server's clock and may run no longer than the budget allows; its time is told
+ * to the budget.
  */
-export function runShape(database: Database, shape: Shape, values: Readonly<Record<string, unknown>>): Promise<unknown[][]> {
+export function runShape(
+  database: Database,
+  shape: Shape,
+  values: Readonly<Record<string, unknown>>,
+  requestBudget?: StatementBudget,
+): Promise<unknown[][]> {
   const params = shape.slots.map((name) => values[name]);
-  const budget = database.statementTimeoutMs === undefined ? undefined : database.budget;
+  // Behind a transaction pooler no statement is timed or budgeted (Database.statementTimeoutMs).
+  const budget = database.statementTimeoutMs === undefined ? undefined : requestBudget;
   let pool = unsentByPool.get(database.sql);
   if (pool === undefined) {
     pool = new Map();

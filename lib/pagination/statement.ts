@@ -1,5 +1,5 @@
 // Sending a shape's statement: named or unnamed as the shape says, rows as arrays; on a request's own view of the
-// database (with a budget: Database.budget), timed by the server's clock and cut short when its budgets run out.
+// database (with a request's budgets: lib/ratelimit/budget.ts), timed by the server's clock and cut short when its budgets run out.
 import { budgetClock } from '../../db/budget-clock.ts';
 import { strayCancel } from '../../db/cancel.ts';
 import type { Database, StatementBudget } from '../../db/client.ts';

@@ -1,6 +1,6 @@
 // What a pagination variant is, and how a request picks one (docs/reference/api.md, "Choosing the variant").
 
-import type { Database } from '../../db/client.ts';
+import type { Database, StatementBudget } from '../../db/client.ts';
 import { conflictingParameters, invalidCursor } from '../http/errors.ts';
 import type { Chunk } from './chunk.ts';
 import type { CountMode } from './count.ts';
@@ -27,6 +27,8 @@ export interface QueryRequest {
 export interface ChunkRequest extends QueryRequest {
   readonly cursorSecret: string;
   readonly database: Database;
+  /** The admitted request's budget of PostgreSQL time, which times and bounds its statements; none without the rate limiter. */
+  readonly budget?: StatementBudget | undefined;
   /** The absolute URL of the collection, without a query. */
   readonly collectionUrl: string;
   readonly href: ReturnType<typeof linkBuilder>;
