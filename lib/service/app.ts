@@ -183,9 +183,9 @@ export function buildApp(deps: AppDeps): App {
   app.all(`${ROUTES.index}/`, methodNotAllowed('GET, HEAD'));
   app.all(ROUTES.collection, (c) => methodNotAllowed(allowed(c))());
 
-  app.notFound(() => {
-    throw new ApiError('not_found', 'No such path');
-  });
-  app.onError(onError(log));
+  // Answered, not thrown: Hono calls the not-found handler outside the error handling of the middleware before it.
+  const handleError = onError(log);
+  app.notFound((c) => handleError(new ApiError('not_found', 'No such path'), c));
+  app.onError(handleError);
   return Object.assign(app, { refused: refusals(logger, metrics) });
 }

@@ -21,8 +21,15 @@ export function limitedRoutes(gate: Gate): MiddlewareHandler {
     };
     const admission = await gate.admit(client, ONE_UNIT, exchange);
     // An error of the route is answered by the one error handler before this goes on: c.res is its problem.
-    await next();
-    const status = c.res.status;
-    writeHeaders(c, await gate.settle(admission, { status, notModified: false, counted: undefined, error: c.error }));
+    // Anything thrown past it still settles the request, its lease released, before the error goes on.
+    let settled = false;
+    try {
+      await next();
+      settled = true;
+      const status = c.res.status;
+      writeHeaders(c, await gate.settle(admission, { status, notModified: false, counted: undefined, error: c.error }));
+    } finally {
+      if (!settled) await gate.settle(admission, { status: 500, notModified: false, counted: undefined, error: undefined });
+    }
   };
 }

@@ -28,7 +28,7 @@ t.test('a server with autovacuum off: one warning line; with it on: none', async
   const off = await startServer(t, await freePort(), { DATABASE_URL: cluster.url() });
   const lines = warnings(off.output());
   t.equal(lines.length, 1, `one warning line:\n${off.output()}`);
-  t.match(lines[0], /^autovacuum is off on this PostgreSQL server; .*\(docs\/operations\.md, "Autovacuum"\)$/);
+  t.match(lines[0], /^autovacuum is off on this PostgreSQL server; .*\(docs\/how-to\/own-database\.md, "Autovacuum"\)$/);
 
   const admin = scratchSession(t, cluster.url());
   await admin`alter system set autovacuum = on`;
