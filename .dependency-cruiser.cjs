@@ -88,6 +88,16 @@ module.exports = {
       to: { path: '^lib/service/' },
     },
     {
+      name: 'request-stages-composed-in-service',
+      comment:
+        "A collection request's stages (prepare, the gate's admit and settle, execute, respond) are composed in one " +
+        'function, lib/service/collection-request.ts, that reads top to bottom; no stage reaches for another, and no ' +
+        'middleware runs one beside it. Only lib/service imports the gate, execute and respond.',
+      severity: 'error',
+      from: { path: '^(lib|bench|client|demo|db)/', pathNot: '^lib/service/' },
+      to: { path: '^lib/(pagination/(execute|respond)|ratelimit/gate)[.]ts$' },
+    },
+    {
       name: 'nothing-below-imports-the-demo',
       comment:
         "The demo is one set of collections among any a team serves: db/ keeps only the service's own schema and lib/ serves " +
