@@ -71,8 +71,7 @@ for (const runtime of runtimes) {
       'one line each, with the request id it was answered with',
     );
     t.match(refused[0], { level: 30, status: 400, code: 'invalid_parameter', reason: 'host' });
-    for (const host of ['a@b:c', 'exa%mple', '[::1'])
-      t.notOk(server.output().includes(host), `nothing of the Host sent (${host}) is logged`);
+    for (const host of ['a@b:c', 'exa%mple', '[::1']) t.notMatch(server.output(), host, `nothing of the Host sent (${host}) is logged`);
 
     // RFC 9112 makes two Host fields a 400: Node kept the first, Bun joins them, Deno refuses them itself.
     const twice = parseRaw(
@@ -116,8 +115,9 @@ for (const runtime of runtimes) {
     const after = await requestSeries(server);
     const added = after.filter((line) => !before.some((old) => old.split(' ')[0] === line.split(' ')[0]));
     t.same(added, [], `no new series (${before.length} before)`);
-    t.notOk(
-      after.some((line) => /method="(?!GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|CONNECT|TRACE|other")/.test(line)),
+    t.same(
+      after.filter((line) => /method="(?!GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|CONNECT|TRACE|other")/.test(line)),
+      [],
       'no method label outside the nine and other',
     );
   });
