@@ -7,7 +7,12 @@ import { POSITION_PARAMS } from './variant-params.ts';
 /** The query parameters of one request, each name present at most once, values decoded. */
 export type QueryParams = ReadonlyMap<string, string>;
 
+/** What a query component needs decoding for: a percent-escape or a "+". */
+const ENCODED = /[%+]/;
+
 function decode(component: string, name: string): string {
+  // Most components (names, numbers, sort keys, cursors) are plain: nothing to decode, nothing to allocate.
+  if (!ENCODED.test(component)) return component;
   try {
     // "+" in a query means a space (docs/reference/api.md, "Reading the query string").
     return decodeURIComponent(component.replace(/\+/g, ' '));
@@ -79,14 +84,22 @@ export function parseQueryString(raw: string): QueryParams {
     if (hasControlCharacter(value)) throw invalidParameter(name, 'must not contain a NUL or other control character');
     params.set(name, value);
   }
-  const carried = [...params].filter(([name]) => !POSITION_PARAMS.has(name));
-  const pieces = carried.map(([name, value]): [string, number] => [
-    name,
-    encodeQueryComponent(name).length + 1 + encodeQueryComponent(value).length,
-  ]);
-  const length = pieces.reduce((sum, [, n]) => sum + n, 0) + Math.max(0, pieces.length - 1);
-  if (length > MAX_LINK_QUERY_LENGTH) tooLong(pieces, length, MAX_LINK_QUERY_LENGTH, 'the filters, sort and count, as links write them,');
+  if (linkQueryLength(params) > MAX_LINK_QUERY_LENGTH) {
+    const pieces = [...params]
+      .filter(([name]) => !POSITION_PARAMS.has(name))
+      .map(([name, value]): [string, number] => [name, encodeQueryComponent(name).length + 1 + encodeQueryComponent(value).length]);
+    tooLong(pieces, linkQueryLength(params), MAX_LINK_QUERY_LENGTH, 'the filters, sort and count, as links write them,');
+  }
   return params;
+}
+
+/** The length of the filters, sort and count (every parameter but the variant's own) as links write them. */
+function linkQueryLength(params: QueryParams): number {
+  let length = -1;
+  for (const [name, value] of params) {
+    if (!POSITION_PARAMS.has(name)) length += encodeQueryComponent(name).length + 1 + encodeQueryComponent(value).length + 1;
+  }
+  return Math.max(0, length);
 }
 
 /** The raw query string of a URL, without "?" and without any fragment. */

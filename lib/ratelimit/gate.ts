@@ -274,11 +274,11 @@ export class Gate {
     await this.release(decision, final, record, outcome.status);
     if (outcome.status === 503) return rateLimitHeaders(decision);
     const units = decision.charged - final;
-    const settled = { ...decision, remaining: Math.max(0, decision.remaining + units), reset: resetAfterDebt(decision, -units) };
-    const headers = rateLimitHeaders(settled);
+    const reset = units === 0 ? decision.reset : resetAfterDebt(decision, -units);
+    const headers = rateLimitHeaders(decision, Math.max(0, decision.remaining + units), reset);
     // A statement cancelled by the budget: try again once the whole allowance is back.
     if (budget.cancelled !== undefined && outcome.error === budget.cancelled) {
-      headers['retry-after'] = String(Math.max(1, settled.reset - decision.now));
+      headers['retry-after'] = String(Math.max(1, reset - decision.now));
     }
     return headers;
   }
