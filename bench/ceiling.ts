@@ -39,7 +39,7 @@ interface CellResult extends Cell {
 
 /** As the limiter's statements are in flight on its one connection (lib/ratelimit/limiter.ts, PIPELINE_DEPTH). */
 const PIPELINE_DEPTH = 2;
-/** The service's lease time-to-live (lib/ratelimit/middleware.ts). */
+/** The service's lease time-to-live (lib/ratelimit/gate.ts). */
 const LEASE_TTL = 30;
 const TIER = 'ceiling';
 

@@ -1,5 +1,5 @@
 // Requests answered before the app sees them (a bad Host, what Node's parser refuses): one log line each and
-// a count, like every request the app answers (lib/http/observe.ts), with nothing of the request's own bytes.
+// a count, like every request the app answers (lib/http/exchange.ts), with nothing of the request's own bytes.
 import type { ApiError } from './errors.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics } from './metrics.ts';

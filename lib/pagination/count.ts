@@ -69,7 +69,7 @@ const keptEstimates = new WeakMap<Sql, Map<string, KeptEstimate>>();
  * The planner's row estimate of the filtered set: a prepared EXPLAIN, which PostgreSQL plans for the values
  * on every call (the estimate depends on them: PostgREST's "planned" count), parsing it once per connection.
  * Fast at any size: it reads statistics, no rows. Kept for ESTIMATE_KEPT_MS; a kept one that has answered is
- * returned as a number, so that a request priced by it (lib/service/charge.ts) waits for nothing.
+ * returned as a number, so that a request priced by it (lib/service/collection-request.ts) waits for nothing.
  */
 export function estimateItems(
   database: Database,

@@ -13,7 +13,7 @@ import { baseUrl, socketAddress } from '../http/forwarding.ts';
 import { createLogger, type Logger } from '../http/logger.ts';
 import { createMetrics } from '../http/metrics.ts';
 import { type Refused, refusals } from '../http/refused.ts';
-import { apiTarget, collectionPath, KEYS, ROUTES } from '../http/routes.ts';
+import { collectionPath, KEYS, ROUTES } from '../http/routes.ts';
 import { docsRoutes } from '../openapi/docs-page.ts';
 import { openApiDocument } from '../openapi/document.ts';
 import { type Links, linkHeader, linksObject, SERVICE_LINKS } from '../pagination/links.ts';
@@ -59,7 +59,7 @@ export function buildApp(deps: AppDeps): App {
   const { database, config, registry } = deps;
   const app = new Hono();
   const logger = deps.logger ?? createLogger({ level: 'error', destination: 2 });
-  // An error of a request is logged once, on the request's own line (lib/http/observe.ts).
+  // An error of a request is logged once, on the request's own line (lib/http/exchange.ts).
   const log =
     deps.log ??
     ((error: unknown, c?: Context) => {
@@ -167,11 +167,7 @@ export function buildApp(deps: AppDeps): App {
   app.get(ROUTES.index, index);
   app.get(`${ROUTES.index}/`, index); // a trailing slash is the same index; the limiter charges it the same single unit
 
-  app.get(ROUTES.collection, (c) => {
-    // The path named the keys (admitted as such by limitedRoutes); a name that decodes to them is refused by the stages.
-    if (apiTarget(c.req.path).kind === 'keys') methodNotAllowed(allowed(c))();
-    return collectionRequest(c);
-  });
+  app.get(ROUTES.collection, collectionRequest);
 
   app.all(ROUTES.root, methodNotAllowed('GET, HEAD'));
   app.all(ROUTES.description, methodNotAllowed('GET, HEAD'));

@@ -1,4 +1,4 @@
-// GET /v1/{collection}, in five stages over values: prepare → admit → execute → respond → settle
+// GET /v1/{collection}, in five stages over values: prepare → admit → execute → settle → respond
 // (docs/reference/api.md; docs/reference/costs.md, "The rule"). The route handler is this function; nothing travels beside it.
 import type { Context } from 'hono';
 import type { Database } from '../../db/client.ts';
@@ -65,7 +65,8 @@ export function collectionRequests(deps: CollectionRequestDeps) {
     const request = c.req.raw;
     const name = c.req.param('collection')!;
 
-    // 1. prepare: the collection, its parameters, variant, plan and price; or the 400 or 404 it answers, priced 1.
+    // 1. prepare: the collection, its parameters, variant, plan and price; or the 400, 404 or 405 (the keys' name)
+    // it answers, priced 1.
     const prepared = name === KEYS ? refusedWith(notAllowed('POST')) : prepare(registry, name, rawQueryOf(request.url), cursorSecret);
 
     // 2. admit: the limiter's decision; a refusal (429, 401, 403) is thrown, answered by the one error handler.

@@ -5,12 +5,15 @@ import { writeHeaders } from '../http/exchange.ts';
 import { apiTarget } from '../http/routes.ts';
 import { type Gate, ONE_UNIT } from '../ratelimit/gate.ts';
 
-/** The middleware in front of /v1; a collection request (GET or HEAD of a collection) is admitted by its own stages. */
+/**
+ * The middleware in front of /v1. A GET or HEAD of `/v1/{name}` is a collection request, admitted by its own
+ * stages (lib/service/collection-request.ts), which answer a name that is no collection (the keys' among them).
+ */
 export function limitedRoutes(gate: Gate): MiddlewareHandler {
   return async function limitedRoute(c, next) {
     const method = c.req.method;
     const target = apiTarget(c.req.path);
-    if ((method === 'GET' || method === 'HEAD') && target.kind === 'named') return next();
+    if ((method === 'GET' || method === 'HEAD') && (target.kind === 'named' || target.kind === 'keys')) return next();
     const exchange = c.get('exchange');
     const client = {
       peer: exchange.peer,

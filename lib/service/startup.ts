@@ -42,7 +42,7 @@ interface Demo {
 }
 
 export interface StartOptions {
-  /** Start-up lines at info, the autovacuum warning at warn, then a line per request (lib/http/observe.ts). */
+  /** Start-up lines at info, the autovacuum warning at warn, then a line per request (lib/http/exchange.ts). */
   readonly logger: Logger;
   /** True once a stop signal came: /readyz fails (lib/http/shutdown.ts); never, by default. */
   readonly draining?: () => boolean;

@@ -60,7 +60,7 @@ interface Served {
 
 type Outcome = { readonly kind: 'served'; readonly served: Served } | { readonly kind: 'refused'; readonly error: ApiError };
 
-/** The handler's reading of GET /v1/{collection}, as lib/pagination/serve.ts runs it before its first query. */
+/** The handler's reading of GET /v1/{collection}, as lib/pagination/prepare.ts reads it before its first query. */
 /** The planner's estimate every count is priced with here: above the demo threshold, so auto and exact differ. */
 const ESTIMATE = 23_456;
 
