@@ -3,6 +3,7 @@
 import { ApiError } from '../http/errors.ts';
 import { cursorVariant } from './cursor.ts';
 import { isFilterName, parseFilters } from './filters.ts';
+import { Lru } from './lru.ts';
 import { offsetVariant } from './offset.ts';
 import { pageVariant } from './page.ts';
 import { parseQueryString, type QueryParams } from './params.ts';
@@ -72,6 +73,43 @@ export function prepare(registry: Registry, name: string, rawQuery: string, curs
   } catch (error) {
     if (error instanceof ApiError) return refused(error);
     throw error;
+  }
+}
+
+/**
+ * How many readings of query strings an app keeps. Reading a query is pure (the same collection, query string
+ * and cursor secret give the same reading, a cursor's signature checked included), and a client that sends the
+ * same request again, as one refused over and over does, is read once: a refusal costs its decision, not its
+ * parse (docs/explanation/requests.md, "Read once, priced once").
+ */
+const READINGS_KEPT = 512;
+
+/** A reading kept: the query as read and its price, or the 400 it answers. */
+type Kept = { readonly read: ReadQuery; readonly price: Price } | ApiError;
+
+/** `prepare` for one app's registry and cursor secret, keeping the readings of the query strings it read lately. */
+export class Preparer {
+  private readonly registry: Registry;
+  private readonly cursorSecret: string;
+  private readonly kept = new Lru<string, Kept>(READINGS_KEPT);
+
+  constructor(registry: Registry, cursorSecret: string) {
+    this.registry = registry;
+    this.cursorSecret = cursorSecret;
+  }
+
+  prepare(name: string, rawQuery: string): Prepared {
+    const collection = this.registry.get(name);
+    if (collection === undefined) return refused(new ApiError('not_found', `No collection named ${name}`));
+    const key = `${name}?${rawQuery}`;
+    let kept = this.kept.get(key);
+    if (kept === undefined) {
+      const prepared = prepare(this.registry, name, rawQuery, this.cursorSecret);
+      kept = prepared.kind === 'refused' ? prepared.error : { read: prepared.read, price: prepared.price };
+      this.kept.set(key, kept);
+    }
+    // A value of its own each time: withEstimate gives this request's plan the estimate, not the kept one's.
+    return kept instanceof ApiError ? refused(kept) : { kind: 'read', collection, read: kept.read, price: kept.price };
   }
 }
 

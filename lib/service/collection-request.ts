@@ -13,7 +13,7 @@ import { type RenderedChunk, renderChunk } from '../pagination/chunk.ts';
 import { estimateItems } from '../pagination/count.ts';
 import { execute } from '../pagination/execute.ts';
 import { rawQueryOf } from '../pagination/params.ts';
-import { needsEstimate, type Prepared, prepare, refusedWith, withEstimate } from '../pagination/prepare.ts';
+import { needsEstimate, type Prepared, Preparer, refusedWith, withEstimate } from '../pagination/prepare.ts';
 import { countSettlement } from '../pagination/price.ts';
 import type { Registry } from '../pagination/registry.ts';
 import { respond } from '../pagination/respond.ts';
@@ -59,6 +59,7 @@ function chargeOf(prepared: Prepared, reads: Database): Charge {
 export function collectionRequests(deps: CollectionRequestDeps) {
   const { registry, reads, config, cursorSecret, compressor, gate, log } = deps;
   const executeDeps = { database: reads, cursorSecret };
+  const preparer = new Preparer(registry, cursorSecret);
 
   return async function collectionRequest(c: Context): Promise<Response> {
     const exchange: Exchange = c.get('exchange');
@@ -67,7 +68,7 @@ export function collectionRequests(deps: CollectionRequestDeps) {
 
     // 1. prepare: the collection, its parameters, variant, plan and price; or the 400, 404 or 405 (the keys' name)
     // it answers, priced 1.
-    const prepared = name === KEYS ? refusedWith(notAllowed('POST')) : prepare(registry, name, rawQueryOf(request.url), cursorSecret);
+    const prepared = name === KEYS ? refusedWith(notAllowed('POST')) : preparer.prepare(name, rawQueryOf(request.url));
 
     // 2. admit: the limiter's decision; a refusal (429, 401, 403) is thrown, answered by the one error handler.
     const client: Client = {
