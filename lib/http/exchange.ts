@@ -19,11 +19,25 @@ declare module 'hono' {
   }
 }
 
+/** What a request's log line says of its rate limit, filled in by the limiter (docs/reference/logs.md). */
+export interface RequestRecord {
+  /** The units the request was charged at its decision; undefined: not rate-limited. */
+  cost: number | undefined;
+  /** The units it was charged once settled, and its statements' PostgreSQL time (whole, and its share). */
+  charged: number | undefined;
+  pgMs: number | undefined;
+  pgShareMs: number | undefined;
+  /** The tier, subject and outcome of its decision (docs/reference/logs.md). */
+  tier: string | undefined;
+  subject: string | undefined;
+  outcome: string | undefined;
+}
+
 /**
  * A request as the service records it. The rate limiter fills in what its log line says of the limit; the
  * one error handler, an error it answered 500.
  */
-export class Exchange {
+export class Exchange implements RequestRecord {
   readonly started = performance.now();
   /** X-Request-Id: the client's own when sane, else a fresh one (docs/reference/api.md, "Request ids"). */
   readonly id: string;
@@ -33,13 +47,10 @@ export class Exchange {
   readonly headers: HeaderRecord;
   /** Whether the answer was made with `headers` already (a chunk, a problem), so they need not be written again. */
   written = false;
-  /** The units the request was charged at its decision; undefined: not rate-limited. */
   cost: number | undefined;
-  /** The units it was charged once settled, and its statements' PostgreSQL time (whole, and its share). */
   charged: number | undefined;
   pgMs: number | undefined;
   pgShareMs: number | undefined;
-  /** The tier, subject and outcome of its decision (docs/reference/logs.md). */
   tier: string | undefined;
   subject: string | undefined;
   outcome: string | undefined;

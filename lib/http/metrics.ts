@@ -6,7 +6,7 @@ import type { Sql } from 'postgres';
 import { Counter, collectDefaultMetrics, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
 import { poolStatsOf } from '../../db/driver.ts';
 
-/** Why a request was answered 503 (docs/operations.md, "Metrics"). */
+/** Why a request was answered 503 (docs/reference/metrics.md). */
 export type UnavailableCause = 'limiter' | 'query' | 'readiness' | 'draining';
 
 /**

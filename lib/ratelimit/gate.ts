@@ -2,6 +2,7 @@
 // and `settle` (charge what the answer cost in the end, release the lease). Every refusal is built here.
 import type { LimiterDatabase } from '../../db/client.ts';
 import { ApiError, isDatabaseUnavailable } from '../http/errors.ts';
+import type { RequestRecord } from '../http/exchange.ts';
 import type { TrustProxy } from '../http/forwarding.ts';
 import type { HeaderRecord } from '../http/header-record.ts';
 import type { Metrics } from '../http/metrics.ts';
@@ -42,23 +43,12 @@ export interface Client {
   readonly registration: boolean;
 }
 
-/** What the request's log line says of the limit (lib/http/exchange.ts, Exchange). */
-export interface LimitRecord {
-  cost: number | undefined;
-  charged: number | undefined;
-  pgMs: number | undefined;
-  pgShareMs: number | undefined;
-  tier: string | undefined;
-  subject: string | undefined;
-  outcome: string | undefined;
-}
-
 /** A request admitted: its decision, its charge, and its budget of PostgreSQL time. */
 export interface Admission {
   readonly decision: Decision;
   readonly charge: Charge;
   readonly budget: RequestBudget;
-  readonly record: LimitRecord;
+  readonly record: RequestRecord;
 }
 
 /** How an admitted request was answered: what its settlement is made from. */
@@ -195,7 +185,7 @@ export class Gate {
    * its headers). An unreachable database, or no answer within the timeout, throws too (a 503): the limiter
    * gives the decision up, so that a request answered 503 is never charged later and holds no lease.
    */
-  async admit(client: Client, charge: Charge, record: LimitRecord): Promise<Admission> {
+  async admit(client: Client, charge: Charge, record: RequestRecord): Promise<Admission> {
     // Throws a 400 when a trusted proxy passed an X-Forwarded-For entry that is no address: nobody is
     // charged then, least of all the proxy, whose address every client behind it shares.
     const address = clientSubject(client.peer, client.forwardedFor, this.trustProxy);
@@ -289,7 +279,7 @@ export class Gate {
    * again once the database answers. A 503 (the database failed this request) does not wait for it: its client
    * waits for Retry-After anyway, and a connection that stopped answering would hold the answer up to the timeout.
    */
-  private async release(decision: Decision, final: number, record: LimitRecord, status: number): Promise<void> {
+  private async release(decision: Decision, final: number, record: RequestRecord, status: number): Promise<void> {
     if (decision.lease === undefined) return;
     record.charged = final;
     const units = decision.charged - final;

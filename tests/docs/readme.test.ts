@@ -1,8 +1,7 @@
 // The documentation holds: the README's curl examples run as written against a fresh service with demo data,
-// every relative link of README.md and docs/*.md leads to a file (and heading) that exists, and no file of
-// the repository cites a document outside it.
+// and no file of the repository cites a document outside it (links: tests/docs/links.unit.test.ts).
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -126,72 +125,7 @@ t.test("the README's examples run as written against a fresh service with demo d
   }
 });
 
-/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
-function slug(heading: string): string {
-  return heading
-    .trim()
-    .toLowerCase()
-    .replace(/`/g, '')
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
-}
-
-function anchorsOf(markdown: string): Set<string> {
-  const anchors = new Set<string>();
-  let inFence = false;
-  for (const line of markdown.split('\n')) {
-    if (/^\s*```/.test(line)) inFence = !inFence;
-    const heading = !inFence && /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
-    if (!heading) continue;
-    let anchor = slug(heading[1]!);
-    for (let n = 1; anchors.has(anchor); n++) anchor = `${slug(heading[1]!)}-${n}`;
-    anchors.add(anchor);
-  }
-  return anchors;
-}
-
-/** Markdown links and images `[text](target)` outside code, with their line numbers. */
-function linksOf(markdown: string): { line: number; target: string }[] {
-  const links: { line: number; target: string }[] = [];
-  let inFence = false;
-  markdown.split('\n').forEach((text, index) => {
-    if (/^\s*```/.test(text)) {
-      inFence = !inFence;
-      return;
-    }
-    if (inFence) return;
-    const prose = text.replace(/`[^`]*`/g, '');
-    for (const match of prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) links.push({ line: index + 1, target: match[1]! });
-  });
-  return links;
-}
-
-t.test('every relative link of README.md and docs/*.md leads to a file, and to a heading when it names one', async (t) => {
-  const docs = readdirSync(path.join(root, 'docs'), { recursive: true, encoding: 'utf8' })
-    .filter((name) => name.endsWith('.md'))
-    .map((name) => path.join('docs', name));
-  t.ok(docs.length >= 4, `docs/ holds ${docs.length} pages`);
-  const broken: string[] = [];
-  let checked = 0;
-  for (const file of ['README.md', ...docs]) {
-    for (const { line, target } of linksOf(readFileSync(path.join(root, file), 'utf8'))) {
-      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, https:, mailto:
-      checked++;
-      const [pathPart, fragment] = target.split('#', 2) as [string, string | undefined];
-      const resolved =
-        pathPart === '' ? path.join(root, file) : path.resolve(path.dirname(path.join(root, file)), decodeURIComponent(pathPart));
-      if (!resolved.startsWith(root)) {
-        broken.push(`${file}:${line}: ${target} leads outside the repository`);
-      } else if (!existsSync(resolved)) {
-        broken.push(`${file}:${line}: ${target}: no such file`);
-      } else if (fragment && resolved.endsWith('.md') && !anchorsOf(readFileSync(resolved, 'utf8')).has(fragment)) {
-        broken.push(`${file}:${line}: ${target}: no heading with that anchor`);
-      }
-    }
-  }
-  t.ok(checked > 20, `${checked} relative links checked`);
-  t.same(broken, [], 'no broken link');
-});
+// Every relative link of README.md and docs/ is checked by tests/docs/links.unit.test.ts.
 
 t.test('no reference outside the repository', async (t) => {
   // The documents kept beside the repository, never part of it: cited by name, they lead nowhere for a reader.
