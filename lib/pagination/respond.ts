@@ -27,7 +27,7 @@ export function respond(
   notModified: boolean,
   request: ChunkRequestHeaders,
   compressor: Compressor,
-  ...headers: HeaderRecord[]
+  ...headers: (HeaderRecord | undefined)[]
 ): Response {
   const { body, etag } = rendered;
   const varies = compressible(body);

@@ -216,7 +216,9 @@ export class Gate {
     try {
       added = charge.complete === undefined ? 0 : await charge.complete();
     } catch (error) {
-      await this.release(decision, Math.min(1, decision.charged), record, 503);
+      // The estimate failed: a 503 when the database did, and then its release is not waited for.
+      const status = error instanceof ApiError ? error.status : isDatabaseUnavailable(error) ? 503 : 500;
+      await this.release(decision, Math.min(1, decision.charged), record, status);
       throw error;
     }
     if (added > 0 && (cost + added > decision.allowance || added > decision.remaining)) {

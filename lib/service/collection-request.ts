@@ -17,7 +17,8 @@ import { needsEstimate, type Prepared, Preparer, refusedWith, withEstimate } fro
 import { countSettlement } from '../pagination/price.ts';
 import type { Registry } from '../pagination/registry.ts';
 import { respond } from '../pagination/respond.ts';
-import type { Charge, Client, Gate } from '../ratelimit/gate.ts';
+import type { Charge, Gate } from '../ratelimit/gate.ts';
+import { clientOf } from './limited-routes.ts';
 
 export interface CollectionRequestDeps {
   readonly registry: Registry;
@@ -71,22 +72,17 @@ export function collectionRequests(deps: CollectionRequestDeps) {
     const prepared = name === KEYS ? refusedWith(notAllowed('POST')) : preparer.prepare(name, rawQueryOf(request.url));
 
     // 2. admit: the limiter's decision; a refusal (429, 401, 403) is thrown, answered by the one error handler.
-    const client: Client = {
-      peer: exchange.peer,
-      forwardedFor: c.req.header('x-forwarded-for'),
-      authorization: c.req.header('authorization'),
-      registration: false,
-    };
-    const admission = gate === undefined ? undefined : await gate.admit(client, chargeOf(prepared, reads), exchange);
+    const admission = gate === undefined ? undefined : await gate.admit(clientOf(c, false), chargeOf(prepared, reads), exchange);
 
     // 3. execute, and render the chunk: its statements, within the request's budget of PostgreSQL time.
+    const ifNoneMatch = c.req.header('if-none-match');
     let answer: Answer;
     try {
       if (prepared.kind === 'refused') throw prepared.error;
       const collectionUrl = `${baseUrl(request, config, exchange.peer)}${collectionPath(prepared.collection.name)}`;
       const chunk = await execute(prepared, executeDeps, collectionUrl, admission?.budget);
       const rendered = renderChunk(prepared.collection.name, chunk, cursorSecret);
-      answer = { rendered, unchanged: notModified(c.req.header('if-none-match'), rendered.etag), counted: chunk.counted };
+      answer = { rendered, unchanged: notModified(ifNoneMatch, rendered.etag), counted: chunk.counted };
     } catch (error) {
       answer = { problem: problemOf(error, (fault) => log(fault, c)), error };
     }
@@ -100,7 +96,7 @@ export function collectionRequests(deps: CollectionRequestDeps) {
             'rendered' in answer
               ? {
                   status: answer.unchanged ? 304 : 200,
-                  notModified: answer.unchanged && !matchesAny(c.req.header('if-none-match')),
+                  notModified: answer.unchanged && !matchesAny(ifNoneMatch),
                   counted: answer.counted,
                   error: undefined,
                 }
@@ -111,8 +107,6 @@ export function collectionRequests(deps: CollectionRequestDeps) {
     exchange.written = true;
     if (!('rendered' in answer)) return problemResponse(answer.problem, exchange.id, undefined, exchange.headers, limits);
     const headers = { method: request.method, acceptEncoding: c.req.header('accept-encoding') };
-    return limits === undefined
-      ? respond(answer.rendered, answer.unchanged, headers, compressor, exchange.headers)
-      : respond(answer.rendered, answer.unchanged, headers, compressor, exchange.headers, limits);
+    return respond(answer.rendered, answer.unchanged, headers, compressor, exchange.headers, limits);
   };
 }
