@@ -155,11 +155,11 @@ export interface CpuSources {
 
 /**
  * Bytes the server allocates per response, in a window of its own after the measured one: the sampling
- * profiler walks the stack at every sample (one per 4 KB allocated), which cost the service 12 to 18 % more
- * CPU per chunk (sort=priceCents, another chunk each, 16 clients, alternating windows with it on and off),
- * as much as the changes it is there to judge, so the rows' CPU figures are read with it off. Requests in
- * flight when the window opens or closes (at most one per connection, of thousands) make its error; the
- * server is settled first so that what the measured window abandoned is not counted.
+ * profiler walks the stack at every sample (one per 4 KB allocated), which costs the service as much CPU per
+ * chunk as the changes it is there to judge (docs/benchmarks.md, "Where the gap to the floor is"), so the
+ * rows' CPU figures are read with it off. Requests in flight when the window opens or closes (at most one
+ * per connection, of thousands) make its error; the server is settled first so that what the measured
+ * window abandoned is not counted.
  */
 async function measureAllocations(server: RunningServer, load: Load, run: LoadOptions): Promise<number | undefined> {
   if (!server.allocations || !run.allocSeconds) return undefined;
