@@ -146,6 +146,26 @@ t.test('errors under /v1 are charged and carry the headers', async (t) => {
   t.equal(limits(put).remaining, --remaining);
 });
 
+t.test('a name under /v1 is charged once, by the collection it decodes to: the keys, a percent-encoded name', async (t) => {
+  const api = await testApp(t, { rateLimit: true, seed: { products: 5 } });
+  await setTier(api.database.sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 4 });
+  const cases: [string, number, string | null][] = [
+    ['/v1/keys', 405, 'POST'],
+    ['/v1/%6Beys', 405, 'POST'],
+    ['/v1/pro%64ucts?limit=1&count=none', 200, null],
+    ['/v1/pro%64ucts?limit=abc', 400, null],
+  ];
+  let remaining = 100;
+  for (const [path, status, allow] of cases) {
+    const res = await api.request(path);
+    t.equal(res.status, status, path);
+    t.equal(res.headers.get('allow'), allow, `${path}: Allow`);
+    t.equal(limits(res).remaining, --remaining, `${path} costs 1, charged once`);
+  }
+  const served = await api.request('/v1/pro%64ucts?limit=1&count=none');
+  t.equal((await served.json()).products.length, 1, 'the encoded name serves the collection it names');
+});
+
 t.test('health, readiness and admin are not rate limited', async (t) => {
   const api = await testApp(t, { rateLimit: true });
   await setTier(api.database.sql, 'anonymous', { allowance: 1, windowSeconds: 60, concurrency: 4 });
