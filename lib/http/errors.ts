@@ -9,8 +9,10 @@ export const errorStatus = {
   invalid_parameter: 400,
   invalid_cursor: 400,
   invalid_api_key: 401,
+  invalid_token: 401,
   unauthorized: 401,
   forbidden: 403,
+  insufficient_scope: 403,
   not_found: 404,
   method_not_allowed: 405,
   request_timeout: 408,
@@ -46,6 +48,8 @@ const titles: Record<number, string> = {
  */
 const challenges: Partial<Record<ErrorCode, string>> = {
   invalid_api_key: 'Bearer realm="api", error="invalid_token"',
+  invalid_token: 'Bearer realm="api", error="invalid_token"',
+  insufficient_scope: 'Bearer realm="api", error="insufficient_scope"',
   unauthorized: 'Bearer realm="admin"',
 };
 
