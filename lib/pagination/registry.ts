@@ -48,6 +48,22 @@ export interface Field {
   readonly selection: AnyPgColumn | SQL.Aliased;
 }
 
+/** Who reads a collection (docs/reference/collections-file.md, "Access"). */
+export interface CollectionAccess {
+  /** Whether clients without credentials read it, at the anonymous tier (never with row rules). */
+  readonly anonymous: boolean;
+  /** A client reads only the rows whose columns equal its claims, every rule at once; none: every row. */
+  readonly rows: readonly RowRule[];
+}
+
+/** One column of a row rule, and the claim it must equal. */
+export interface RowRule {
+  /** The claim's path: ['tenant'] for `tenant`, ['app_metadata', 'tenant'] for `app_metadata.tenant`. */
+  readonly claim: readonly string[];
+  /** The column: its served field, or, when the column is not served, a field of its own named `@` and the column's name, which no parameter can name and no item shows. */
+  readonly field: Field;
+}
+
 /** A collection as requests are served from it: built from a collections file resolved against the catalog (lib/pagination/runtime.ts). */
 export interface Collection {
   readonly name: string;
@@ -73,6 +89,8 @@ export interface Collection {
   readonly countThreshold: number;
   /** What an item selects, field by field (Field.selection). */
   readonly selection: Record<string, AnyPgColumn | SQL.Aliased>;
+  /** Who reads it, and which of its rows. */
+  readonly access: CollectionAccess;
 }
 
 /** "name,-priceCents" to sort keys, without the id tie-breaker; no validation. */

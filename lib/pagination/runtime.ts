@@ -72,6 +72,7 @@ export function collectionOf(resolved: ResolvedCollection): Collection {
     cost: costRuleOf(resolved, fieldOf),
     countThreshold: resolved.countThreshold,
     selection,
+    access: { anonymous: true, rows: [] },
   });
 }
 
