@@ -54,8 +54,13 @@ export class ProblemError extends Error {
 export interface ClientOptions {
   /** The service's origin, e.g. "http://localhost:3000". */
   readonly baseUrl: string;
-  /** An API key from POST /v1/keys, sent as `Authorization: Bearer …`; without one the client is counted by its address. */
+  /** An API key (from POST /v1/keys or the operator), sent as `Authorization: Bearer …`; without one (or a token) the client is counted by its address. */
   readonly apiKey?: string;
+  /**
+   * A JWT from the team's identity provider, sent as `Authorization: Bearer …`, when the service verifies tokens;
+   * a function is asked before every request, so that a token can be renewed before it expires.
+   */
+  readonly token?: string | (() => string | Promise<string>);
   /** The longest single wait for a 429, in seconds (default 60): a longer one is thrown as the ProblemError. */
   readonly maxWaitSeconds?: number;
   /** How often one request is retried after a 429 (default 10). */
@@ -149,8 +154,15 @@ export function createClient<P extends Paths = paths>(options: ClientOptions): C
   const maxWait = options.maxWaitSeconds ?? 60;
   const maxRetries = options.maxRetries ?? 10;
   const maxUnavailable = options.maxUnavailableRetries ?? 3;
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  const fixed: Record<string, string> = { accept: 'application/json' };
+  if (options.apiKey) fixed.authorization = `Bearer ${options.apiKey}`;
+  const { token } = options;
+  if (options.apiKey && token) throw new TypeError('createClient takes an apiKey or a token, not both');
+  /** The headers of a request: a token function is asked each time, so that it can renew the token. */
+  async function headersNow(): Promise<Record<string, string>> {
+    if (token === undefined) return fixed;
+    return { ...fixed, authorization: `Bearer ${typeof token === 'string' ? token : await token()}` };
+  }
   // Pacing: when the next request may go, and the units the last one cost (the drop in Remaining).
   let notBefore = 0;
   let lastRemaining: number | undefined;
@@ -171,7 +183,7 @@ export function createClient<P extends Paths = paths>(options: ClientOptions): C
     let unavailable = 0;
     for (;;) {
       if (notBefore > Date.now()) await sleep(notBefore - Date.now(), signal);
-      const response = await fetcher(target, { headers, signal });
+      const response = await fetcher(target, { headers: await headersNow(), signal });
       observe(response);
       if (response.ok) return response.json();
       const error = await problemOf(response);

@@ -5,6 +5,7 @@ import type { CorsPolicy } from './cors.ts';
 import type { HeaderRecord } from './header-record.ts';
 import type { Logger } from './logger.ts';
 import type { Metrics, UnavailableCause } from './metrics.ts';
+import { ANONYMOUS, type Principal } from './principal.ts';
 import { requestIdOf } from './request-id.ts';
 import { ROUTES } from './routes.ts';
 
@@ -31,6 +32,8 @@ export interface RequestRecord {
   tier: string | undefined;
   subject: string | undefined;
   outcome: string | undefined;
+  /** Who its credentials name, once the limiter looked them up (the index lists what it may read). */
+  principal: Principal;
 }
 
 /**
@@ -54,6 +57,7 @@ export class Exchange implements RequestRecord {
   tier: string | undefined;
   subject: string | undefined;
   outcome: string | undefined;
+  principal: Principal = ANONYMOUS;
   /** An error answered 500, logged once, on this request's line. */
   error: unknown;
 

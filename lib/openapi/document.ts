@@ -4,8 +4,9 @@ import { toJsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
 import packageJson from '../../package.json' with { type: 'json' };
 import { KEYS, collectionPath as pathOf, ROUTES } from '../http/routes.ts';
+import { needsCredentials } from '../pagination/access.ts';
 import type { Collection, Registry } from '../pagination/registry.ts';
-import { keyBody, keyParams, tierBody, tierParams } from '../ratelimit/admin.ts';
+import { KEY_BODY_BYTES, keyBody, keyParams, MAX_CLAIMS_BYTES, newKeyBody, tierBody, tierParams } from '../ratelimit/admin.ts';
 import { KEY_PATTERN } from '../ratelimit/identity.ts';
 import { issueBody, NEW_KEY_TIER } from '../ratelimit/keys.ts';
 import { CHUNK_HEADERS, CORS_HEADERS, EVERY_ANSWER_HEADERS, type HeaderName, headerDocs, RATE_LIMIT_HEADERS } from './headers.ts';
@@ -139,7 +140,8 @@ function collectionPath(collection: Collection): Schema {
         `Pagination variants: ${variants} (default ${collection.defaultVariant}); the parameters of a request pick one ` +
         '(docs/reference/api.md, "Choosing the variant"), and parameters of two variants in one request are a 400. ' +
         `Page size ${collection.pageSize.default} by default, at most ${collection.pageSize.max}. Follow \`_links.next\` (or the Link header) to the end.`,
-      security: [{}, { apiKey: [] }],
+      // A collection that anonymous clients read takes credentials too ({} is "none needed").
+      security: needsCredentials(collection) ? [{ bearerAuth: [] }] : [{}, { bearerAuth: [] }],
       parameters: [
         ...collectionParameters(collection),
         {
@@ -191,6 +193,11 @@ function adminPaths(): Record<string, Schema> {
     schema: (jsonSchema(schema).properties as Record<string, Schema>)[name],
   });
   const body = (schema: v.GenericSchema) => ({ required: true, content: { 'application/json': { schema: jsonSchema(schema) } } });
+  const keyBodyOf = (schema: v.GenericSchema, minProperties: number) => {
+    const shown = keyBodySchema(jsonSchema(schema));
+    return { required: true, content: { 'application/json': { schema: minProperties > 0 ? { ...shown, minProperties } : shown } } };
+  };
+  const overKeyBody = problem(413, `The body is over ${KEY_BODY_BYTES} bytes`);
   return {
     [`${ROUTES.admin}/tiers`]: {
       get: {
@@ -229,22 +236,55 @@ function adminPaths(): Record<string, Schema> {
         },
       },
     },
-    [`${ROUTES.admin}/keys/{id}`]: {
-      patch: {
-        operationId: 'move_key',
+    [`${ROUTES.admin}/keys`]: {
+      post: {
+        operationId: 'create_key',
         tags,
         security,
-        summary: 'Moves a key to another tier',
+        summary: 'Issues a key with a tier, collections and claims, shown once',
         description:
-          'The tier must exist; every instance applies it from the key’s next request on. The answer never carries the key’s secret.',
+          'The key (`pck_…`) is in the answer this once; the service keeps only its SHA-256. `collections` absent or null: every collection. ' +
+          '`claims` feed the collections’ row rules. Every instance finds the key from its next request on.',
+        requestBody: keyBodyOf(newKeyBody, 0),
+        responses: {
+          '201': json('The key, with its secret', ref('IssuedKey')),
+          '400': problem(400, 'A body field is wrong, or names a tier or collection that does not exist'),
+          ...adminErrors,
+          '413': overKeyBody,
+        },
+      },
+    },
+    [`${ROUTES.admin}/keys/{id}`]: {
+      get: {
+        operationId: 'get_key',
+        tags,
+        security,
+        summary: 'A key: its tier, collections and claims (never its secret)',
+        description: 'A revoked key is shown too, with `revokedAt`.',
         parameters: [pathParam(keyParams, 'id')],
-        requestBody: body(keyBody),
         responses: {
           '200': json('The key (no secret)', ref('Key')),
-          '400': problem(400, 'A body field or the id is wrong, or the tier does not exist'),
+          '400': problem(400, 'The id is wrong'),
+          ...adminErrors,
+          '404': problem(404, 'No such key'),
+        },
+      },
+      patch: {
+        operationId: 'change_key',
+        tags,
+        security,
+        summary: 'Changes a key’s tier, collections or claims',
+        description:
+          'Changes the fields the body names, at least one; `collections: null` is every collection again. The tier and the collections must exist. ' +
+          'Every instance applies it from the key’s next request on. The answer never carries the key’s secret.',
+        parameters: [pathParam(keyParams, 'id')],
+        requestBody: keyBodyOf(keyBody, 1),
+        responses: {
+          '200': json('The key (no secret)', ref('Key')),
+          '400': problem(400, 'A body field or the id is wrong, the body is empty, or it names a tier or collection that does not exist'),
           ...adminErrors,
           '404': problem(404, 'No such key, or it is revoked'),
-          '413': problem(413, 'The body is over 4096 bytes'),
+          '413': overKeyBody,
         },
       },
       delete: {
@@ -266,6 +306,32 @@ function adminPaths(): Record<string, Schema> {
   };
 }
 
+/**
+ * A key body's JSON Schema with what valibot's cannot say: each collection once, and the claims an object of
+ * named claims (checked in code: lib/ratelimit/admin.ts).
+ */
+function keyBodySchema(schema: Schema): Schema {
+  const properties = schema.properties as Record<string, Schema>;
+  const [list, none] = properties.collections!.anyOf as Schema[];
+  return {
+    ...schema,
+    properties: {
+      ...properties,
+      collections: {
+        anyOf: [{ ...list, uniqueItems: true }, none],
+        description: 'The collections the key may read; null: every collection',
+      },
+      claims: claimsSchema,
+    },
+  };
+}
+
+const claimsSchema: Schema = {
+  type: 'object',
+  propertyNames: { minLength: 1 },
+  description: `What the collections’ row rules compare with: any JSON values, at most ${MAX_CLAIMS_BYTES} bytes as JSON`,
+};
+
 /** The OpenAPI 3.1 document of a registry's collections and the service's other paths. */
 export function openApiDocument(registry: Registry, options: DocumentOptions = {}): Schema {
   const collections = [...registry.values()];
@@ -279,9 +345,23 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       prefix: { type: 'string', description: 'The first ten characters of the key' },
       name: { type: ['string', 'null'] },
       tier: { type: 'string' },
+      collections: {
+        type: ['array', 'null'],
+        items: { type: 'string' },
+        description: 'The collections the key may read; null: every collection',
+      },
+      claims: claimsSchema,
       createdAt: { type: 'string', format: 'date-time' },
+      revokedAt: { type: 'string', format: 'date-time', description: 'Only on a revoked key' },
     },
-    required: ['id', 'prefix', 'name', 'tier', 'createdAt'],
+    required: ['id', 'prefix', 'name', 'tier', 'collections', 'claims', 'createdAt'],
+    additionalProperties: false,
+  };
+  const { revokedAt: _, ...issued } = (schemas.Key as { properties: Record<string, Schema> }).properties;
+  schemas.IssuedKey = {
+    type: 'object',
+    properties: { ...issued, key: { type: 'string', pattern: KEY_PATTERN.source, description: 'The key, shown this once' } },
+    required: ['id', 'key', 'prefix', 'name', 'tier', 'collections', 'claims', 'createdAt'],
     additionalProperties: false,
   };
 
@@ -311,7 +391,7 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
         description:
           'One `_links` entry per collection, in the body and in a Link header, which also links this description and the docs page. ' +
           'Rate-limited like everything under /v1: without an API key a client is counted by its IP address.',
-        security: [{}, { apiKey: [] }],
+        security: [{}, { bearerAuth: [] }],
         responses: {
           '200': json('Links', linksObject(['self', ...registry.keys()]), { Link: { ...headerDocs.Link, required: true }, ...rateLimited }),
           '400': problem(400, 'The links’ origin (Host, or X-Forwarded-Host from a trusted proxy) is over 300 characters', rateLimited),
@@ -440,10 +520,11 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       schemas,
       responses: { Refused: refusedResponse },
       securitySchemes: {
-        apiKey: {
+        bearerAuth: {
           type: 'http',
           scheme: 'bearer',
-          description: 'An API key from POST /v1/keys (`pck_…`); without one a client is counted by its IP address',
+          description:
+            'An API key (`pck_…`, from POST /v1/keys or the operator API), or a JWT from the identity provider when the service verifies tokens; without one a client is counted by its IP address and reads only the collections open to anonymous clients',
         },
         adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN the service runs with' },
       },

@@ -37,11 +37,14 @@ function itemsJson(items: readonly unknown[]): string {
 
 /**
  * A chunk's body: the variant's fields, then the items array named after the collection, then `_links`; its
- * ETag keyed with `tagSecret` (the cursor secret), so a client can ask again with If-None-Match and get a 304
- * while nothing changed; and its Link header.
+ * ETag keyed with `tagSecret` (the cursor secret) and the client's rows (`rows`, lib/pagination/access.ts:
+ * '' when every client reads the same rows), so a client can ask again with If-None-Match and get a 304
+ * while nothing changed, and no tag of one tenant's chunk matches another's, however alike their bodies; and
+ * its Link header.
  */
-export function renderChunk(collection: string, chunk: Chunk, tagSecret: string): RenderedChunk {
+export function renderChunk(collection: string, chunk: Chunk, tagSecret: string, rows = ''): RenderedChunk {
   const fields = JSON.stringify(chunk.fields);
   const body = `${fields.length > 2 ? `${fields.slice(0, -1)},` : '{'}${JSON.stringify(collection)}:${itemsJson(chunk.items)},"_links":${JSON.stringify(linksObject(chunk.links))}}`;
-  return { body, etag: weakEtag(tagSecret, body), link: `${linkHeader(chunk.links)}, ${SERVICE_LINKS}` };
+  const tagged = rows === '' ? body : `${rows}\n${body}`;
+  return { body, etag: weakEtag(tagSecret, tagged), link: `${linkHeader(chunk.links)}, ${SERVICE_LINKS}` };
 }

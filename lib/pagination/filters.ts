@@ -11,6 +11,11 @@ export interface Filter {
   readonly op: FilterOp;
   /** Normalised values: one, or several for `in`. */
   readonly values: readonly string[];
+  /**
+   * Set on the filters of a row rule (lib/pagination/access.ts), which the client did not send and cannot
+   * lift: the digest of the client's rows, which its cursors carry instead of the filters (keyset.ts).
+   */
+  readonly rows?: string;
 }
 
 /** `field` or `field[op]`; a field is named as lib/collections' FIELD_NAME allows (snake_case, digits). */
@@ -58,7 +63,19 @@ export function parseFilters(collection: Collection, params: QueryParams): Filte
     }
   }
   // A canonical order, so equal filter sets compare equal (cursors bind to them).
-  return filters.sort((a, b) => (a.field + a.op < b.field + b.op ? -1 : a.field + a.op > b.field + b.op ? 1 : 0));
+  return filters.sort(byFilterOrder);
+}
+
+/** The canonical order of filters: by field, then operator. */
+export function byFilterOrder(a: Filter, b: Filter): number {
+  const left = a.field + a.op;
+  const right = b.field + b.op;
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
+/** The field a filter compares: one of the items', or a row rule's column that items do not show. */
+function filteredField(collection: Collection, filter: Filter): Field {
+  return collection.fields.get(filter.field) ?? collection.access.rows.find((rule) => rule.field.name === filter.field)!.field;
 }
 
 /** The query parameter that expresses a filter, as it goes into links. */
@@ -76,7 +93,7 @@ function filterSlot(at: number): Placeholder {
 }
 
 function condition(collection: Collection, filter: Filter, at: number): SQL {
-  const field = collection.fields.get(filter.field)!;
+  const field = filteredField(collection, filter);
   const column = field.column;
   const slot = filterSlot(at);
   const value = field.value.literal(slot);
@@ -128,7 +145,7 @@ function arrayElement(value: string): string {
 /** The values of filterCondition's placeholders. */
 export function filterValues(collection: Collection, filters: readonly Filter[], into: Record<string, unknown>): void {
   filters.forEach((filter, at) => {
-    const field = collection.fields.get(filter.field)!;
+    const field = filteredField(collection, filter);
     const first = filter.values[0]!;
     let value: unknown;
     if (filter.op === 'isnull') return;

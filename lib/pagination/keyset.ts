@@ -3,7 +3,7 @@ import { and, type Placeholder, type SQL, sql } from 'drizzle-orm';
 import type { Database } from '../../db/client.ts';
 import { ApiError, invalidCursor } from '../http/errors.ts';
 import { type CursorPayload, encodeCursor } from './cursor-token.ts';
-import { type Filter, filterCondition, filterParam, filtersKey, filterValues, parseFilters } from './filters.ts';
+import { byFilterOrder, type Filter, filterCondition, filterParam, filtersKey, filterValues, parseFilters } from './filters.ts';
 import { itemsOf } from './items.ts';
 import { linkBuilder } from './links.ts';
 import { parseSize, type QueryParams } from './params.ts';
@@ -298,9 +298,22 @@ export function parsePageSize(request: QueryRequest): number {
   return parseSize(request.params, 'page-size', request.collection.pageSize);
 }
 
-/** The filters as a cursor carries them: the query parameters that express them, in canonical order. */
+/** What a cursor's filters carry in place of its row rules' filters: the digest of the client's rows. */
+const ROWS = '@rows';
+
+/**
+ * The filters as a cursor carries them: the query parameters that express them, in canonical order; and, for a
+ * collection with row rules, the digest of the rows they select (lib/pagination/access.ts), never their values.
+ */
 export function filtersPayload(filters: readonly Filter[]): [string, string][] {
-  return filters.map(filterParam);
+  const payload: [string, string][] = [];
+  let rows: string | undefined;
+  for (const filter of filters) {
+    if (filter.rows === undefined) payload.push(filterParam(filter));
+    else rows = filter.rows;
+  }
+  if (rows !== undefined) payload.push([ROWS, rows]);
+  return payload;
 }
 
 function sameFilter(a: Filter, b: Filter): boolean {
@@ -310,26 +323,35 @@ function sameFilter(a: Filter, b: Filter): boolean {
 /**
  * The filters of a query continued by a cursor: the cursor's. Each filter sent beside it must be one of
  * them (docs/reference/api.md, "Cursors": filters sent beside a cursor must equal the cursor's; absent ones are taken from it).
+ * A cursor issued for other rows than the client's (another tenant's) is a 400: its row rules' digest differs.
  */
 export function boundFilters(collection: Collection, sent: readonly Filter[], carried: unknown): Filter[] {
   if (!Array.isArray(carried) || !carried.every((p) => Array.isArray(p) && p.length === 2 && p.every((s) => typeof s === 'string'))) {
     throw invalidCursor('malformed');
   }
+  const pairs = carried as [string, string][];
+  const rules = sent.filter((filter) => filter.rows !== undefined);
+  const carriedRows = pairs.find(([name]) => name === ROWS)?.[1];
+  // A collection with row rules is read twice: before its client is known, to price the request, and then for
+  // the client's rows (Preparer.bind), which alone is served; only that reading can check whose rows these are.
+  const bound = rules.length > 0 || collection.access.rows.length === 0;
+  if (bound && carriedRows !== rules[0]?.rows) throw invalidCursor("it was issued for other rows than this client's");
+  const own = carriedRows === undefined ? pairs : pairs.filter(([name]) => name !== ROWS);
   let filters: Filter[];
   try {
-    filters = parseFilters(collection, new Map(carried as [string, string][]));
+    filters = parseFilters(collection, new Map(own));
   } catch (error) {
     if (error instanceof ApiError) throw invalidCursor('malformed');
     throw error;
   }
-  if (filters.length !== carried.length) throw invalidCursor('malformed');
+  if (filters.length !== own.length) throw invalidCursor('malformed');
   for (const filter of sent) {
-    if (!filters.some((own) => sameFilter(own, filter))) {
+    if (filter.rows === undefined && !filters.some((mine) => sameFilter(mine, filter))) {
       const [name, value] = filterParam(filter);
       throw invalidCursor(`the filter ${name}=${value} is not part of the query the cursor belongs to`);
     }
   }
-  return filters;
+  return rules.length === 0 ? filters : [...filters, ...rules].sort(byFilterOrder);
 }
 
 /**

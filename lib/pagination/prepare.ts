@@ -1,8 +1,10 @@
 // A collection request's first stage (docs/reference/api.md, "Choosing the variant"): its collection, parameters, variant,
 // plan and price, read once from the request before the rate limiter, or the 400 or 404 it is answered with.
 import { ApiError } from '../http/errors.ts';
+import type { Principal } from '../http/principal.ts';
+import { EVERY_ROW, type RowScope, rowScope } from './access.ts';
 import { cursorVariant } from './cursor.ts';
-import { isFilterName, parseFilters } from './filters.ts';
+import { byFilterOrder, isFilterName, parseFilters } from './filters.ts';
 import { Lru } from './lru.ts';
 import { offsetVariant } from './offset.ts';
 import { pageVariant } from './page.ts';
@@ -31,13 +33,15 @@ export interface ReadQuery {
 
 /**
  * Picks the variant, checks what every variant shares (the parameters it takes, the filters, the sort), then
- * what the variant reads itself. A 400 (ApiError) on anything wrong.
+ * what the variant reads itself. A 400 (ApiError) on anything wrong. `rows`: the client's rows, whose filters
+ * join the client's own (lib/pagination/access.ts).
  */
-export function readQuery(collection: Collection, params: QueryParams, cursorSecret: string): ReadQuery {
+export function readQuery(collection: Collection, params: QueryParams, cursorSecret: string, rows: RowScope = EVERY_ROW): ReadQuery {
   const { variant: name, cursor } = selectVariant(collection, params, cursorSecret);
   const variant = variants[name];
   checkParamsTaken(name, params.keys(), (param) => isFilterName(collection, param));
-  const filters = parseFilters(collection, params);
+  const sent = parseFilters(collection, params);
+  const filters = rows.filters.length === 0 ? sent : [...sent, ...rows.filters].sort(byFilterOrder);
   const sort = takes(name, 'sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort, collection.key);
   const request = { collection, params, filters, sort, cursor };
   return { variant, request, plan: variant.read(request) };
@@ -47,6 +51,10 @@ export function readQuery(collection: Collection, params: QueryParams, cursorSec
 export interface PreparedRead {
   readonly kind: 'read';
   readonly collection: Collection;
+  /** The raw query string it was read from. */
+  readonly query: string;
+  /** The client's rows: every row until the request is bound to its client (Preparer.bind). */
+  readonly rows: RowScope;
   /** The reading; its plan takes the planner's estimate once it is asked for (withEstimate). */
   read: ReadQuery;
   /** The price without the count's units, which the estimate gives (docs/reference/costs.md, "Counts"). */
@@ -64,12 +72,12 @@ export interface PreparedRefusal {
 export type Prepared = PreparedRead | PreparedRefusal;
 
 /** The request for collection `name` with query string `rawQuery`, read once: what it serves and costs, or its 400 or 404. */
-export function prepare(registry: Registry, name: string, rawQuery: string, cursorSecret: string): Prepared {
+export function prepare(registry: Registry, name: string, rawQuery: string, cursorSecret: string, rows: RowScope = EVERY_ROW): Prepared {
   const collection = registry.get(name);
   if (collection === undefined) return refused(new ApiError('not_found', `No collection named ${name}`));
   try {
-    const read = readQuery(collection, parseQueryString(rawQuery), cursorSecret);
-    return { kind: 'read', collection, read, price: queryPrice(collection, read.plan) };
+    const read = readQuery(collection, parseQueryString(rawQuery), cursorSecret, rows);
+    return { kind: 'read', collection, query: rawQuery, rows, read, price: queryPrice(collection, read.plan, rows.scattered) };
   } catch (error) {
     if (error instanceof ApiError) return refused(error);
     throw error;
@@ -98,18 +106,34 @@ export class Preparer {
     this.cursorSecret = cursorSecret;
   }
 
-  prepare(name: string, rawQuery: string): Prepared {
+  prepare(name: string, rawQuery: string, rows: RowScope = EVERY_ROW): Prepared {
     const collection = this.registry.get(name);
     if (collection === undefined) return refused(new ApiError('not_found', `No collection named ${name}`));
-    const key = `${name}?${rawQuery}`;
+    // The client's rows are part of the reading (a cursor binds to them): a reading is kept per rows read.
+    const key = rows.key === '' ? `${name}?${rawQuery}` : `${name}?${rawQuery}\n${rows.key}`;
     let kept = this.kept.get(key);
     if (kept === undefined) {
-      const prepared = prepare(this.registry, name, rawQuery, this.cursorSecret);
+      const prepared = prepare(this.registry, name, rawQuery, this.cursorSecret, rows);
       kept = prepared.kind === 'refused' ? prepared.error : { read: prepared.read, price: prepared.price };
       this.kept.set(key, kept);
     }
     // A value of its own each time: withEstimate gives this request's plan the estimate, not the kept one's.
-    return kept instanceof ApiError ? refused(kept) : { kind: 'read', collection, read: kept.read, price: kept.price };
+    return kept instanceof ApiError
+      ? refused(kept)
+      : { kind: 'read', collection, query: rawQuery, rows, read: kept.read, price: kept.price };
+  }
+
+  /**
+   * The request read again for the rows its client may read, once the limiter said who that is: the same
+   * reading for a collection without row rules; a 401 or 403 thrown when the client may not read the collection,
+   * a 400 when its cursor was issued for other rows.
+   */
+  bind(prepared: PreparedRead, principal: Principal): PreparedRead {
+    const rows = rowScope(prepared.collection, principal);
+    if (rows.filters.length === 0) return prepared;
+    const bound = this.prepare(prepared.collection.name, prepared.query, rows);
+    if (bound.kind === 'refused') throw bound.error;
+    return bound;
   }
 }
 
@@ -129,7 +153,7 @@ export function needsEstimate(prepared: Prepared): prepared is PreparedRead {
 export function withEstimate(prepared: PreparedRead, estimate: number): number {
   const { read } = prepared;
   prepared.read = { ...read, plan: { ...read.plan, estimate } };
-  return queryPrice(prepared.collection, prepared.read.plan).counting;
+  return queryPrice(prepared.collection, prepared.read.plan, prepared.rows.scattered).counting;
 }
 
 /** The units a collection query costs, read from its raw query string: what tests and the bench ask. */

@@ -40,22 +40,26 @@ export function countSettlement(price: Price, counted: number | undefined): numb
  * them all, the default one only those under the collection's threshold. The cap at the tier's whole
  * allowance is applied by the database, which knows the tier.
  */
-export function queryPrice(collection: Collection, plan: Reading): Price {
+export function queryPrice(collection: Collection, plan: Reading, scattered = false): Price {
   const { cost, countThreshold } = collection;
   const estimate = plan.estimate ?? 0;
   const sending = Math.ceil(plan.pageSize / cost.itemsPerUnit);
   const { count } = plan;
   const rows = count === 'exact' || (count === 'auto' && estimate < countThreshold) ? estimate : 0;
   const counting = Math.floor(rows / cost.countedPerUnit);
-  const units = Math.min(sending + counting + readingUnits(collection, plan), MAX_COST);
+  const units = Math.min(sending + counting + readingUnits(collection, plan, scattered), MAX_COST);
   return { units, sending, counting, countedPerUnit: cost.countedPerUnit };
 }
 
-/** The units that pay for what PostgreSQL reads beyond the items and the count: the rows skipped, a sort. */
-function readingUnits(collection: Collection, { offset, firstKey }: Reading): number {
+/**
+ * The units that pay for what PostgreSQL reads beyond the items and the count: the rows skipped, a sort.
+ * `scattered`: a row rule matches several values (an array claim), so the rows of the order are in as many
+ * ranges of the index that leads with the rule's column, which PostgreSQL reads and sorts as if none served it.
+ */
+function readingUnits(collection: Collection, { offset, firstKey }: Reading, scattered: boolean): number {
   const { cost } = collection;
   let units = 0;
-  const indexed = Object.hasOwn(cost.indexed, firstKey);
+  const indexed = !scattered && Object.hasOwn(cost.indexed, firstKey);
   // No index: every chunk reads and sorts the filtered rows, then skips the offset in the sorted output,
   // which is charged as along the slowest declared index.
   if (!indexed) units += cost.unindexedSort ?? 0;

@@ -6,11 +6,13 @@ import type { RequestRecord } from '../http/exchange.ts';
 import type { TrustProxy } from '../http/forwarding.ts';
 import type { HeaderRecord } from '../http/header-record.ts';
 import type { Metrics } from '../http/metrics.ts';
+import { ANONYMOUS, type Principal } from '../http/principal.ts';
 import { Flights, type RequestBudget, resetAfterDebt, timeUnits } from './budget.ts';
 import { rateLimitHeaders } from './headers.ts';
 import { clientSubject, parseAuthorization } from './identity.ts';
 import type { Decision } from './limiter.ts';
 import { housekeepers, shardedLimiter } from './shards.ts';
+import type { TokenClient, TokenVerifier } from './tokens.ts';
 
 /**
  * What a request costs, as its caller prices it (as express-rate-limit takes `limit` from its caller): the
@@ -22,11 +24,13 @@ export interface Charge {
   /** Of `units`, those that pay for sending the answer's body: a 304 gives them back. */
   readonly sending: number;
   /**
-   * Once admitted, the units of the price that needed the database (a count's, from the planner's estimate),
-   * which the request's client must still have: asked only for a request admitted, so that a declined one
-   * costs no planner work. They are charged with the settlement.
+   * Once admitted, with who the client is: the units of the price that needed the database or the client (a
+   * count's, from the planner's estimate; a read over several values of a row rule), which the client must
+   * still have: asked only for a request admitted, so that a declined one costs no planner work. They are
+   * charged with the settlement. An ApiError thrown (the client may not read this: a 401 or 403) refuses the
+   * request, which then costs 1 unit.
    */
-  readonly complete?: (() => number | Promise<number>) | undefined;
+  readonly complete?: ((principal: Principal) => number | Promise<number>) | undefined;
   /** Once answered: the units it costs more than `units` for the rows its count read (never fewer). */
   readonly settle?: ((counted: number | undefined) => number) | undefined;
 }
@@ -43,8 +47,9 @@ export interface Client {
   readonly registration: boolean;
 }
 
-/** A request admitted: its decision, its charge, and its budget of PostgreSQL time. */
+/** A request admitted: who its client is, its decision, its charge, and its budget of PostgreSQL time. */
 export interface Admission {
+  readonly principal: Principal;
   readonly decision: Decision;
   readonly charge: Charge;
   readonly budget: RequestBudget;
@@ -84,6 +89,8 @@ export interface LimiterDeps {
   readonly log: (error: unknown) => void;
   /** Counts decisions, their latency and the limiter's statements; absent: nothing is counted. */
   readonly metrics?: Metrics | undefined;
+  /** Verifies bearer tokens (JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL); absent: only API keys are credentials. */
+  readonly tokens?: TokenVerifier | undefined;
 }
 
 /** The limiter's outcomes as the request log names them (docs/reference/logs.md). */
@@ -93,11 +100,13 @@ const OUTCOMES: Record<Decision['outcome'], string> = {
   concurrency: 'concurrency',
   invalid_key: 'invalid key',
   cost: 'over the allowance',
+  unknown_tier: 'unknown tier',
 };
 
 type Refusal =
-  | { readonly kind: 'decided'; readonly cost: number }
+  | { readonly kind: 'decided'; readonly cost: number; readonly token?: string | undefined }
   | { readonly kind: 'count'; readonly cost: number; readonly kept: number }
+  | { readonly kind: 'answered'; readonly error: ApiError; readonly kept: number }
   | { readonly kind: 'in flight'; readonly owed: number; readonly cost: number };
 
 /**
@@ -116,6 +125,8 @@ function refusal(decision: Decision, refused: Refusal): ApiError {
           headers: { ...headers, 'retry-after': '1' },
         });
       case 'invalid_key':
+        // A token that failed verification is decided as a key that does not exist: counted against the address.
+        if (refused.token !== undefined) return new ApiError('invalid_token', `Invalid token: ${refused.token}`, { headers });
         return new ApiError('invalid_api_key', 'Invalid API key: unknown, revoked or malformed', { headers });
       case 'cost':
         return overAllowance(refused.cost, decision, headers);
@@ -135,6 +146,12 @@ function refusal(decision: Decision, refused: Refusal): ApiError {
       `Rate limit exceeded: this request costs ${refused.cost} units, ${kept.remaining} are left; retry after ${retryAfter} s`,
       { headers: { ...headers, 'retry-after': String(retryAfter) } },
     );
+  }
+  if (refused.kind === 'answered') {
+    // Refused once it was known who asks (a 401 or 403 of access, a 400 of a cursor of other rows): 1 unit kept.
+    const { error } = refused;
+    const kept = { ...decision, remaining: decision.remaining + decision.charged - refused.kept };
+    return new ApiError(error.code, error.detail, { ...error.options, headers: { ...error.options.headers, ...rateLimitHeaders(kept) } });
   }
   const owing = {
     ...decision,
@@ -168,6 +185,7 @@ export class Gate {
   private readonly clockOffset: () => number;
   private readonly limiter: ReturnType<typeof shardedLimiter>;
   private readonly offerHousekeeping: () => void;
+  private readonly tokens: TokenVerifier | undefined;
   /** The statement budgets of the requests in flight on this instance (budget.ts). */
   private readonly flights = new Flights();
 
@@ -175,6 +193,7 @@ export class Gate {
     this.trustProxy = deps.trustProxy;
     this.log = deps.log;
     this.metrics = deps.metrics;
+    this.tokens = deps.tokens;
     this.clockOffset = options.clockOffset ?? (() => 0);
     this.limiter = shardedLimiter(deps.limiters, options.leaseTtlSeconds ?? 30, options.timeoutMs ?? 2500, deps.metrics?.statement);
     this.offerHousekeeping = housekeepers(deps.limiters, options.housekeepingMs ?? 10_000, this.clockOffset);
@@ -189,36 +208,74 @@ export class Gate {
     // Throws a 400 when a trusted proxy passed an X-Forwarded-For entry that is no address: nobody is
     // charged then, least of all the proxy, whose address every client behind it shares.
     const address = clientSubject(client.peer, client.forwardedFor, this.trustProxy);
-    const credential = client.registration ? { kind: 'none' as const } : parseAuthorization(client.authorization);
-    const cost = charge.units;
-    record.cost = cost;
+    const credential = client.registration
+      ? { kind: 'none' as const }
+      : parseAuthorization(client.authorization, this.tokens !== undefined);
+    // A token is verified before its decision, which it names the subject and tier of; one that fails is
+    // decided as an invalid key (counted against the address, 1 unit). A key set that cannot be fetched is a
+    // 503 thrown here: nothing decided, nothing charged.
+    let token: TokenClient | undefined;
+    let invalidToken: string | undefined;
+    if (credential.kind === 'token') {
+      try {
+        token = await this.tokens!.verify(credential.token);
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.code !== 'invalid_token') throw error;
+        invalidToken = error.detail.replace(/^Invalid token: /, '');
+      }
+    }
+    const ipSubject = `${client.registration ? 'reg' : 'ip'}:${address}`;
+    const ipTier = client.registration ? 'registration' : 'anonymous';
+    let cost = invalidToken === undefined ? charge.units : 1;
     const asked = performance.now();
     const mark = this.flights.mark();
-    const decision = await this.limiter.decide({
-      // A malformed header is an invalid key: the empty hash matches no key, and the IP is charged.
-      keyHash: credential.kind === 'key' ? credential.hash : credential.kind === 'malformed' ? Buffer.alloc(0) : undefined,
-      ipSubject: `${client.registration ? 'reg' : 'ip'}:${address}`,
-      ipTier: client.registration ? 'registration' : 'anonymous',
+    let decision = await this.limiter.decide({
+      // A malformed header, or a token that failed, is an invalid key: the empty hash matches no key, and the IP is charged.
+      keyHash:
+        credential.kind === 'key'
+          ? credential.hash
+          : credential.kind === 'malformed' || invalidToken !== undefined
+            ? Buffer.alloc(0)
+            : undefined,
+      ipSubject: token?.subject ?? ipSubject,
+      ipTier: token?.tier ?? ipTier,
       cost,
       clockOffset: this.clockOffset(),
     });
+    if (decision.outcome === 'unknown_tier') {
+      // A verified token whose tier claim names no tier: refused as an invalid token, counted against the address.
+      invalidToken = `its tier ${JSON.stringify(token!.tier)} does not exist`;
+      cost = 1;
+      decision = await this.limiter.decide({ keyHash: Buffer.alloc(0), ipSubject, ipTier, cost, clockOffset: this.clockOffset() });
+    }
+    record.cost = cost;
     this.metrics?.decided(decision.outcome, (performance.now() - asked) / 1000);
     record.tier = decision.tier;
     record.subject = decision.subject;
     record.outcome = OUTCOMES[decision.outcome];
     this.offerHousekeeping();
-    if (decision.outcome !== 'ok') throw refusal(decision, { kind: 'decided', cost });
+    if (decision.outcome !== 'ok') throw refusal(decision, { kind: 'decided', cost, token: invalidToken });
+    const principal: Principal =
+      token !== undefined
+        ? { kind: 'token', collections: token.collections, claims: token.claims }
+        : decision.scope !== undefined
+          ? { kind: 'key', collections: decision.scope.collections, claims: decision.scope.claims }
+          : ANONYMOUS;
+    record.principal = principal;
 
-    // The part of the price that needed the database, asked for only now that the request is admitted, so
-    // that a declined one cost no planner work: refused when the client cannot pay it or it is more than a
-    // whole allowance, keeping 1 unit, the planner's (docs/reference/costs.md, "Counts").
+    // What the price needed the client or the database for, asked only now that the request is admitted, so
+    // that a declined one cost no planner work: refused when the client may not read what it asked for
+    // (1 unit kept), or cannot pay the rest, or it is more than a whole allowance, keeping 1 unit, the
+    // planner's (docs/reference/costs.md, "Counts").
     let added = 0;
     try {
-      added = charge.complete === undefined ? 0 : await charge.complete();
+      added = charge.complete === undefined ? 0 : await charge.complete(principal);
     } catch (error) {
       // The estimate failed: a 503 when the database did, and then its release is not waited for.
       const status = error instanceof ApiError ? error.status : isDatabaseUnavailable(error) ? 503 : 500;
-      await this.release(decision, Math.min(1, decision.charged), record, status);
+      const kept = Math.min(1, decision.charged);
+      await this.release(decision, kept, record, status);
+      if (error instanceof ApiError && status < 500) throw refusal(decision, { kind: 'answered', error, kept });
       throw error;
     }
     if (added > 0 && (cost + added > decision.allowance || added > decision.remaining)) {
@@ -234,7 +291,7 @@ export class Gate {
       await this.release(decision, 0, record, 429);
       throw refusal(decision, { kind: 'in flight', owed: budget, cost });
     }
-    return { decision, charge, budget, record };
+    return { principal, decision, charge, budget, record };
   }
 
   /**

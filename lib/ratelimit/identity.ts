@@ -5,8 +5,15 @@ import { bearerToken, digest } from '../http/bearer.ts';
 import { invalidParameter } from '../http/errors.ts';
 import { peerIsProxy, type TrustProxy, trustFunction } from '../http/forwarding.ts';
 
-/** What the Authorization header says. Anything present but not a Bearer key is `malformed`. */
-export type Credential = { readonly kind: 'none' } | { readonly kind: 'key'; readonly hash: Buffer } | { readonly kind: 'malformed' };
+/** What the Authorization header says. Anything present but not a Bearer key (or a token, when tokens are on) is `malformed`. */
+export type Credential =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'key'; readonly hash: Buffer }
+  | { readonly kind: 'token'; readonly token: string }
+  | { readonly kind: 'malformed' };
+
+/** Three base64url segments: a JWT in its compact form (RFC 7519), which no API key is. */
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** The key format issued by POST /v1/keys: a recognisable prefix, then 32 base64url characters. */
 export const KEY_PREFIX = 'pck_';
@@ -16,12 +23,13 @@ export const KEY_PATTERN = /^pck_[A-Za-z0-9_-]{32}$/;
 /** What is stored of a key, and what a request's key is looked up by. */
 export const hashKey = digest;
 
-/** `Authorization: Bearer <key>`. */
-export function parseAuthorization(header: string | undefined): Credential {
+/** `Authorization: Bearer <key>`, or `Bearer <token>` when `tokens` (JWT verification is configured). */
+export function parseAuthorization(header: string | undefined, tokens = false): Credential {
   if (header === undefined) return { kind: 'none' };
-  const key = bearerToken(header);
-  if (key === undefined || !KEY_PATTERN.test(key)) return { kind: 'malformed' };
-  return { kind: 'key', hash: hashKey(key) };
+  const credential = bearerToken(header);
+  if (credential !== undefined && KEY_PATTERN.test(credential)) return { kind: 'key', hash: hashKey(credential) };
+  if (tokens && credential !== undefined && JWT_SHAPE.test(credential)) return { kind: 'token', token: credential };
+  return { kind: 'malformed' };
 }
 
 /**

@@ -16,12 +16,14 @@ import { type Refused, refusals } from '../http/refused.ts';
 import { collectionPath, KEYS, ROUTES } from '../http/routes.ts';
 import { docsRoutes } from '../openapi/docs-page.ts';
 import { openApiDocument } from '../openapi/document.ts';
+import { mayRead } from '../pagination/access.ts';
 import { type Links, linkHeader, linksObject, SERVICE_LINKS } from '../pagination/links.ts';
 import type { Registry } from '../pagination/registry.ts';
 import { adminRoutes } from '../ratelimit/admin.ts';
 import { Gate, type LimiterOptions } from '../ratelimit/gate.ts';
 import { keyStore } from '../ratelimit/key-store.ts';
 import { issueKeyHandler } from '../ratelimit/keys.ts';
+import { tokenVerifier } from '../ratelimit/tokens.ts';
 import { collectionRequests } from './collection-request.ts';
 import type { Config } from './config.ts';
 import { limitedRoutes } from './limited-routes.ts';
@@ -121,7 +123,17 @@ export function buildApp(deps: AppDeps): App {
   // Everything under /v1 is rate-limited, errors included (docs/reference/limits.md, "What is limited"): a collection
   // request by its own stages (lib/service/collection-request.ts), everything else by the middleware in front.
   const gate = deps.rateLimit
-    ? new Gate({ limiters: database.limiters, trustProxy: config.trustProxy, log, metrics }, deps.rateLimit)
+    ? new Gate(
+        {
+          limiters: database.limiters,
+          trustProxy: config.trustProxy,
+          log,
+          metrics,
+          // Bearer tokens beside API keys, when JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL is set.
+          tokens: config.tokens === undefined ? undefined : tokenVerifier(config.tokens),
+        },
+        deps.rateLimit,
+      )
     : undefined;
   if (gate !== undefined) app.use(`${ROUTES.index}/*`, limitedRoutes(gate)); // Hono's "/v1/*" also matches "/v1" itself
   const collectionRequest = collectionRequests({
@@ -148,7 +160,10 @@ export function buildApp(deps: AppDeps): App {
     limitBody(),
     issueKeyHandler(keys),
   );
-  if (config.adminToken) app.route(ROUTES.admin, adminRoutes(keys, config.adminToken));
+  if (config.adminToken) {
+    const collectionNames = new Set(registry.keys());
+    app.route(ROUTES.admin, adminRoutes(keys, config.adminToken, { collectionNames: () => collectionNames }));
+  }
   if (metrics !== undefined && config.adminToken) {
     const { registry } = metrics;
     app.get(ROUTES.metrics, requireAdminToken(config.adminToken, ROUTES.metrics), async (c) =>
@@ -160,7 +175,9 @@ export function buildApp(deps: AppDeps): App {
   function index(c: Context): Response {
     const origin = baseUrl(c.req.raw, config, peerOf(c));
     const links: Links = { self: `${origin}${ROUTES.index}` };
-    for (const name of registry.keys()) links[name] = `${origin}${collectionPath(name)}`;
+    // Only what the client may read (its credentials were looked up by the rate limiter: without one, anonymous).
+    const { principal } = c.get('exchange');
+    for (const [name, collection] of registry) if (mayRead(collection, principal)) links[name] = `${origin}${collectionPath(name)}`;
     c.header('link', `${linkHeader(links)}, ${SERVICE_LINKS}`);
     return c.json({ _links: linksObject(links) });
   }

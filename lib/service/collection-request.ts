@@ -5,10 +5,12 @@ import type { Database } from '../../db/client.ts';
 import type { Compressor } from '../http/compression.ts';
 import { matchesAny, notModified } from '../http/conditional.ts';
 import { withTimeout } from '../http/deadline.ts';
-import { type ApiError, notAllowed, problemOf, problemResponse } from '../http/errors.ts';
+import { ApiError, notAllowed, problemOf, problemResponse } from '../http/errors.ts';
 import type { Exchange } from '../http/exchange.ts';
 import { baseUrl, type LinkOrigin } from '../http/forwarding.ts';
+import { ANONYMOUS, type Principal } from '../http/principal.ts';
 import { collectionPath, KEYS } from '../http/routes.ts';
+import { credentialsNeeded, needsCredentials } from '../pagination/access.ts';
 import { type RenderedChunk, renderChunk } from '../pagination/chunk.ts';
 import { estimateItems } from '../pagination/count.ts';
 import { execute } from '../pagination/execute.ts';
@@ -40,21 +42,60 @@ type Answer =
   | { readonly problem: ApiError; readonly error: unknown };
 
 /**
- * The price a request is admitted with: its prepared price, the count's units from the planner's estimate once
- * admitted (asked for only then, so that a declined request costs no planner work; bounded like the chunk's own
- * queries), the count settled at the rows it read (docs/reference/costs.md, "Counts").
+ * The price a request is admitted with: its prepared price; once admitted, the request bound to the rows its
+ * client may read (or refused: a 401 or 403) and the count's units from the planner's estimate (asked for only
+ * then, so that a declined request costs no planner work; bounded like the chunk's own queries); the count
+ * settled at the rows it read (docs/reference/costs.md, "Counts").
  */
-function chargeOf(prepared: Prepared, reads: Database): Charge {
-  const { price } = prepared;
-  const settle = (counted: number | undefined) => countSettlement(price, counted);
-  if (!needsEstimate(prepared)) return { units: price.units, sending: price.sending, settle };
-  const complete = () => {
-    const planned = estimateItems(reads, prepared.collection, prepared.read.request.filters);
+class CollectionCharge implements Charge {
+  readonly units: number;
+  readonly sending: number;
+  /** The request as it is served: bound to its client's rows once admitted. */
+  prepared: Prepared;
+  private readonly reads: Database;
+  private readonly preparer: Preparer;
+  /** What the request bound to its client's rows costs more than it was admitted with (a read over several values of a row rule). */
+  private extra = 0;
+
+  constructor(prepared: Prepared, reads: Database, preparer: Preparer) {
+    this.prepared = prepared;
+    this.units = prepared.price.units;
+    this.sending = prepared.price.sending;
+    this.reads = reads;
+    this.preparer = preparer;
+  }
+
+  readonly settle = (counted: number | undefined): number => this.extra + countSettlement(this.prepared.price, counted);
+
+  readonly complete = (principal: Principal): number | Promise<number> => {
+    if (this.prepared.kind === 'refused') return 0;
+    const bound = this.preparer.bind(this.prepared, principal);
+    this.prepared = bound;
+    // A read over several values of a row rule costs more than the price it was admitted with.
+    const added = Math.max(0, bound.price.units - this.units);
+    this.extra = added;
+    if (!needsEstimate(bound)) return added;
+    const planned = estimateItems(this.reads, bound.collection, bound.read.request.filters);
     // A number when the estimate is kept: the request waits for no more turns of the event loop than its statements take.
-    if (typeof planned === 'number') return withEstimate(prepared, planned);
-    return withTimeout(planned, reads.queryDeadlineMs).then((estimate) => withEstimate(prepared, estimate));
+    if (typeof planned === 'number') return added + withEstimate(bound, planned);
+    return withTimeout(planned, this.reads.queryDeadlineMs).then((estimate) => added + withEstimate(bound, estimate));
   };
-  return { units: price.units, sending: price.sending, settle, complete };
+}
+
+/**
+ * The request as its client may read it: a 401 up front for a collection that needs credentials when none
+ * came (priced 1, like a 400); without a rate limiter, which says who a client is, every client is anonymous.
+ */
+function forClient(prepared: Prepared, authorization: string | undefined, gated: boolean, preparer: Preparer): Prepared {
+  if (prepared.kind === 'refused') return prepared;
+  if (authorization === undefined && needsCredentials(prepared.collection)) return refusedWith(credentialsNeeded(prepared.collection));
+  if (gated) return prepared;
+  try {
+    return preparer.bind(prepared, ANONYMOUS);
+  } catch (error) {
+    if (error instanceof ApiError) return refusedWith(error);
+    throw error;
+  }
 }
 
 export function collectionRequests(deps: CollectionRequestDeps) {
@@ -68,11 +109,15 @@ export function collectionRequests(deps: CollectionRequestDeps) {
     const name = c.req.param('collection')!;
 
     // 1. prepare: the collection, its parameters, variant, plan and price; or the 400, 404 or 405 (the keys' name)
-    // it answers, priced 1.
-    const prepared = name === KEYS ? refusedWith(notAllowed('POST')) : preparer.prepare(name, rawQueryOf(request.url));
+    // it answers, or the 401 of a collection read only with credentials, priced 1.
+    const client = clientOf(c, false);
+    const read = name === KEYS ? refusedWith(notAllowed('POST')) : preparer.prepare(name, rawQueryOf(request.url));
+    const charge = new CollectionCharge(forClient(read, client.authorization, gate !== undefined, preparer), reads, preparer);
 
-    // 2. admit: the limiter's decision; a refusal (429, 401, 403) is thrown, answered by the one error handler.
-    const admission = gate === undefined ? undefined : await gate.admit(clientOf(c, false), chargeOf(prepared, reads), exchange);
+    // 2. admit: the limiter's decision, and the request bound to the rows its client may read; a refusal (429,
+    // 401, 403) is thrown, answered by the one error handler.
+    const admission = gate === undefined ? undefined : await gate.admit(client, charge, exchange);
+    const { prepared } = charge;
 
     // 3. execute, and render the chunk: its statements, within the request's budget of PostgreSQL time.
     const ifNoneMatch = c.req.header('if-none-match');
@@ -81,7 +126,7 @@ export function collectionRequests(deps: CollectionRequestDeps) {
       if (prepared.kind === 'refused') throw prepared.error;
       const collectionUrl = `${baseUrl(request, config, exchange.peer)}${collectionPath(prepared.collection.name)}`;
       const chunk = await execute(prepared, executeDeps, collectionUrl, admission?.budget);
-      const rendered = renderChunk(prepared.collection.name, chunk, cursorSecret);
+      const rendered = renderChunk(prepared.collection.name, chunk, cursorSecret, prepared.rows.key);
       answer = { rendered, unchanged: notModified(ifNoneMatch, rendered.etag), counted: chunk.counted };
     } catch (error) {
       answer = { problem: problemOf(error, (fault) => log(fault, c)), error };
