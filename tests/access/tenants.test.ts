@@ -297,3 +297,13 @@ t.test('no item outside the client’s rows ever appears, whatever the filters, 
   );
   t.pass('60 random walks, each exactly its rows');
 });
+
+t.test('identical requests at once share a statement only with clients whose rows are the same', async (t) => {
+  const api = await tenantApp(t);
+  const credentials = [1, 2, 3, 1, 2, 3].map((tenant, at) => ({ tenant, headers: bearer(tokenFor({ tenant, sub: `user-${at}` })) }));
+  const answers = await Promise.all(credentials.map(({ headers }) => api.json('/v1/orders?page-size=50', { headers })));
+  for (const [at, { tenant }] of credentials.entries()) {
+    t.equal(answers[at]!.status, 200);
+    t.same(ids([answers[at]!.body]), await expected(api, tenant), `tenant ${tenant}, asking beside the others: its rows`);
+  }
+});
