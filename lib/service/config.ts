@@ -3,6 +3,7 @@ import proxyaddr from 'proxy-addr';
 import { databaseIdentity } from '../../db/identity.ts';
 import type { TrustProxy } from '../http/forwarding.ts';
 import { LOG_LEVELS, type LogLevel } from '../http/logger.ts';
+import { publicKeyOf, type TokenSettings } from '../ratelimit/tokens.ts';
 
 export interface Config {
   readonly port: number;
@@ -44,6 +45,8 @@ export interface Config {
    * the demo, which the embedded default serves when COLLECTIONS is unset.
    */
   readonly collections: Collections;
+  /** Bearer JWTs (JWT_*; docs/reference/configuration.md, "Tokens"); unset unless a key source is set. */
+  readonly tokens: TokenSettings | undefined;
 }
 
 /** COLLECTIONS: the demo, or a collections file by its path (as given, relative to the working directory). */
@@ -203,6 +206,64 @@ function parseCollections(value: string | undefined, databaseUrl: string | undef
   return Object.freeze({ kind: 'file', path: value });
 }
 
+/** Where the keys that verify tokens come from; the other JWT_* settings mean nothing without one of them. */
+const JWT_SOURCES = ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'JWT_JWKS_URL'];
+const JWT_SETTINGS = ['JWT_ISSUER', 'JWT_AUDIENCE', 'JWT_TIER_CLAIM', 'JWT_DEFAULT_TIER'];
+/** The tier names of /admin/tiers. */
+const TIER_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
+
+/**
+ * JWT_*: one source of keys, or none (no tokens). One only: with two, a token would choose by its `alg` which key
+ * verifies it, and whoever holds the shared secret could sign what the identity provider's keys were meant to vouch for.
+ */
+function parseTokens(env: Env): TokenSettings | undefined {
+  const named = JWT_SOURCES.filter((name) => optional(env, name) !== undefined);
+  if (named.length > 1) {
+    throw new ConfigError(`Invalid ${named[1]}: ${named[0]} is set too; set only one of ${JWT_SOURCES.join(', ')}`);
+  }
+  if (named.length === 0) {
+    const stray = JWT_SETTINGS.find((name) => optional(env, name) !== undefined);
+    if (stray !== undefined)
+      throw new ConfigError(`Invalid ${stray}: it needs one of ${JWT_SOURCES.join(', ')}, the keys that verify tokens`);
+    return undefined;
+  }
+  // RFC 7518 section 3.2: an HS256 key of at least 256 bits.
+  const secret = parseSecret('JWT_SECRET', optional(env, 'JWT_SECRET'), 32);
+  let publicKey = optional(env, 'JWT_PUBLIC_KEY');
+  if (publicKey !== undefined) {
+    try {
+      publicKeyOf(publicKey);
+    } catch (error) {
+      throw new ConfigError(`Invalid JWT_PUBLIC_KEY: ${(error as Error).message}`);
+    }
+    publicKey = publicKey.replace(/\\n/g, '\n');
+  }
+  const jwksUrl = parseUrl('JWT_JWKS_URL', optional(env, 'JWT_JWKS_URL'), ['https:', 'http:']);
+  const tierClaim = optional(env, 'JWT_TIER_CLAIM') ?? 'tier';
+  if (!/^[\x21-\x7e]{1,200}$/.test(tierClaim)) {
+    throw new ConfigError(
+      `Invalid JWT_TIER_CLAIM: expected a claim name of 1 to 200 printable characters without spaces, got "${tierClaim}"`,
+    );
+  }
+  const defaultTier = optional(env, 'JWT_DEFAULT_TIER') ?? 'free';
+  if (!TIER_NAME.test(defaultTier)) {
+    throw new ConfigError(
+      `Invalid JWT_DEFAULT_TIER: expected a tier name (a-z, 0-9, _ and -, starting with a letter), got "${defaultTier}"`,
+    );
+  }
+  const issuer = optional(env, 'JWT_ISSUER');
+  const audience = optional(env, 'JWT_AUDIENCE');
+  return Object.freeze({
+    ...(secret === undefined ? {} : { secret }),
+    ...(publicKey === undefined ? {} : { publicKey }),
+    ...(jwksUrl === undefined ? {} : { jwksUrl }),
+    ...(issuer === undefined ? {} : { issuer }),
+    ...(audience === undefined ? {} : { audience }),
+    tierClaim,
+    defaultTier,
+  });
+}
+
 /** Parses the environment; throws one ConfigError naming the first bad variable. */
 export function parseConfig(env: Env): Config {
   const publicUrl = parseUrl('PUBLIC_URL', optional(env, 'PUBLIC_URL'), ['http:', 'https:']);
@@ -232,5 +293,6 @@ export function parseConfig(env: Env): Config {
     shutdownDrainMs: parseMilliseconds('SHUTDOWN_DRAIN_MS', optional(env, 'SHUTDOWN_DRAIN_MS'), 0, 0, 600_000),
     corsOrigins: parseCorsOrigins(optional(env, 'CORS_ORIGINS')),
     collections: parseCollections(optional(env, 'COLLECTIONS'), optional(env, 'DATABASE_URL')),
+    tokens: parseTokens(env),
   });
 }

@@ -1,4 +1,5 @@
 // Configuration: parsed once, frozen; every bad value is one clear message naming the variable.
+import { generateKeyPairSync, type RSAKeyPairKeyObjectOptions } from 'node:crypto';
 import t from 'tap';
 import { ConfigError, parseConfig } from '../../lib/service/config.ts';
 
@@ -22,6 +23,7 @@ t.test('defaults', async (t) => {
     shutdownDrainMs: 0,
     corsOrigins: '*',
     collections: { kind: 'demo' },
+    tokens: undefined,
   });
   t.ok(Object.isFrozen(config));
 });
@@ -173,5 +175,83 @@ t.test('TRUST_PROXY=true is refused: it would trust X-Forwarded-For from anyone;
       },
       value,
     );
+  }
+});
+
+/** A public key of `type` as PEM (SPKI, unless `format` says otherwise). */
+function publicPem(type: 'rsa' | 'ec' | 'ed25519' | 'dsa', options: Record<string, unknown> = {}, format = 'spki'): string {
+  // One call for every type: the options are each type's own (modulusLength, namedCurve).
+  const { publicKey } = generateKeyPairSync(type as 'rsa', { modulusLength: 2048, ...options } as RSAKeyPairKeyObjectOptions);
+  return publicKey.export({ type: format as 'spki', format: 'pem' }) as string;
+}
+
+t.test('JWT_*: one source of keys, and the settings around it', async (t) => {
+  t.equal(parseConfig({}).tokens, undefined, 'no tokens without a key source');
+  const secret = 's'.repeat(32);
+  const withSecret = parseConfig({ JWT_SECRET: secret });
+  t.same(withSecret.tokens, { secret, tierClaim: 'tier', defaultTier: 'free' }, 'the defaults: claim tier, tier free');
+  t.ok(Object.isFrozen(withSecret.tokens));
+  const rsa = publicPem('rsa');
+  t.same(
+    parseConfig({
+      JWT_PUBLIC_KEY: rsa,
+      JWT_ISSUER: 'https://id.example.com/',
+      JWT_AUDIENCE: 'api',
+      JWT_TIER_CLAIM: 'https://example.com/plan',
+      JWT_DEFAULT_TIER: 'pro',
+    }).tokens,
+    { publicKey: rsa, issuer: 'https://id.example.com/', audience: 'api', tierClaim: 'https://example.com/plan', defaultTier: 'pro' },
+  );
+  t.equal(parseConfig({ JWT_PUBLIC_KEY: rsa.replace(/\n/g, '\\n') }).tokens?.publicKey, rsa, 'a PEM on one line, with \\n escapes');
+  t.equal(
+    parseConfig({ JWT_PUBLIC_KEY: publicPem('rsa', {}, 'pkcs1') }).tokens?.publicKey?.split('\n')[0],
+    '-----BEGIN RSA PUBLIC KEY-----',
+  );
+  for (const namedCurve of ['P-256', 'P-384', 'P-521']) {
+    t.not(parseConfig({ JWT_PUBLIC_KEY: publicPem('ec', { namedCurve }) }).tokens, undefined, namedCurve);
+  }
+  t.not(parseConfig({ JWT_PUBLIC_KEY: publicPem('ed25519') }).tokens, undefined, 'Ed25519');
+  t.same(parseConfig({ JWT_JWKS_URL: 'https://id.example.com/.well-known/jwks.json' }).tokens, {
+    jwksUrl: 'https://id.example.com/.well-known/jwks.json',
+    tierClaim: 'tier',
+    defaultTier: 'free',
+  });
+  t.equal(parseConfig({ JWT_JWKS_URL: 'http://127.0.0.1:8080/jwks' }).tokens?.jwksUrl, 'http://127.0.0.1:8080/jwks', 'http too');
+});
+
+t.test('JWT_*: bad values stop start-up with one line naming the variable', async (t) => {
+  const secret = 's'.repeat(32);
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const bad: [Record<string, string>, string, RegExp][] = [
+    [{ JWT_SECRET: 's'.repeat(31) }, 'JWT_SECRET', /must be at least 32 characters long$/],
+    [
+      { JWT_SECRET: secret, JWT_PUBLIC_KEY: publicPem('rsa') },
+      'JWT_PUBLIC_KEY',
+      /JWT_SECRET is set too; set only one of JWT_SECRET, JWT_PUBLIC_KEY, JWT_JWKS_URL$/,
+    ],
+    [{ JWT_PUBLIC_KEY: publicPem('rsa'), JWT_JWKS_URL: 'https://id.example.com/jwks' }, 'JWT_JWKS_URL', /JWT_PUBLIC_KEY is set too/],
+    [{ JWT_SECRET: secret, JWT_JWKS_URL: 'https://id.example.com/jwks' }, 'JWT_JWKS_URL', /JWT_SECRET is set too/],
+    [{ JWT_PUBLIC_KEY: 'not a key' }, 'JWT_PUBLIC_KEY', /expected a PEM public key \(-----BEGIN PUBLIC KEY-----\)$/],
+    [{ JWT_PUBLIC_KEY: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string }, 'JWT_PUBLIC_KEY', /expected a PEM public key/],
+    [
+      { JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----' },
+      'JWT_PUBLIC_KEY',
+      /is not a public key that can be read$/,
+    ],
+    [{ JWT_PUBLIC_KEY: publicPem('rsa', { modulusLength: 1024 }) }, 'JWT_PUBLIC_KEY', /at least 2048 bits, this one has 1024$/],
+    [{ JWT_PUBLIC_KEY: publicPem('ec', { namedCurve: 'secp256k1' }) }, 'JWT_PUBLIC_KEY', /expected an RSA \(RS256\), EC P-256 \(ES256\)/],
+    [{ JWT_PUBLIC_KEY: publicPem('dsa', { modulusLength: 2048, divisorLength: 256 }) }, 'JWT_PUBLIC_KEY', /expected an RSA/],
+    [{ JWT_JWKS_URL: 'id.example.com/jwks' }, 'JWT_JWKS_URL', /is not a URL$/],
+    [{ JWT_JWKS_URL: 'ftp://id.example.com/jwks' }, 'JWT_JWKS_URL', /expected a https: or http: URL/],
+    [{ JWT_SECRET: secret, JWT_TIER_CLAIM: 'my tier' }, 'JWT_TIER_CLAIM', /printable characters without spaces, got "my tier"$/],
+    [{ JWT_SECRET: secret, JWT_DEFAULT_TIER: 'Pro' }, 'JWT_DEFAULT_TIER', /expected a tier name .*, got "Pro"$/],
+    [{ JWT_ISSUER: 'https://id.example.com/' }, 'JWT_ISSUER', /it needs one of JWT_SECRET, JWT_PUBLIC_KEY, JWT_JWKS_URL/],
+    [{ JWT_AUDIENCE: 'api' }, 'JWT_AUDIENCE', /it needs one of/],
+    [{ JWT_TIER_CLAIM: 'plan' }, 'JWT_TIER_CLAIM', /it needs one of/],
+    [{ JWT_DEFAULT_TIER: 'pro' }, 'JWT_DEFAULT_TIER', /it needs one of/],
+  ];
+  for (const [env, name, reason] of bad) {
+    t.throws(() => parseConfig(env), { name: 'ConfigError', message: new RegExp(`^Invalid ${name}: `) }, name);
+    t.throws(() => parseConfig(env), { message: reason }, `${name}: ${reason}`);
   }
 });
