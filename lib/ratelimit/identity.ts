@@ -4,6 +4,7 @@ import proxyaddr from 'proxy-addr';
 import { bearerToken, digest } from '../http/bearer.ts';
 import { invalidParameter } from '../http/errors.ts';
 import { peerIsProxy, type TrustProxy, trustFunction } from '../http/forwarding.ts';
+import { looksLikeJwt } from './tokens.ts';
 
 /** What the Authorization header says. Anything present but not a Bearer key (or a token, when tokens are on) is `malformed`. */
 export type Credential =
@@ -11,9 +12,6 @@ export type Credential =
   | { readonly kind: 'key'; readonly hash: Buffer }
   | { readonly kind: 'token'; readonly token: string }
   | { readonly kind: 'malformed' };
-
-/** Three base64url segments: a JWT in its compact form (RFC 7519), which no API key is. */
-const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** The key format issued by POST /v1/keys: a recognisable prefix, then 32 base64url characters. */
 export const KEY_PREFIX = 'pck_';
@@ -28,7 +26,7 @@ export function parseAuthorization(header: string | undefined, tokens = false): 
   if (header === undefined) return { kind: 'none' };
   const credential = bearerToken(header);
   if (credential !== undefined && KEY_PATTERN.test(credential)) return { kind: 'key', hash: hashKey(credential) };
-  if (tokens && credential !== undefined && JWT_SHAPE.test(credential)) return { kind: 'token', token: credential };
+  if (tokens && credential !== undefined && looksLikeJwt(credential)) return { kind: 'token', token: credential };
   return { kind: 'malformed' };
 }
 
