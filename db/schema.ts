@@ -2,7 +2,7 @@
 // (SERVICE_SCHEMA, db/service-schema.ts), which its migrations create; nothing of the service lives elsewhere.
 // The demo's tables are the demo's (demo/schema.ts).
 import { sql } from 'drizzle-orm';
-import { bigint, check, customType, doublePrecision, integer, pgSchema, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, check, customType, doublePrecision, integer, jsonb, pgSchema, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { SERVICE_SCHEMA } from './service-schema.ts';
 
 /** The service's own schema: every table below is in it. */
@@ -37,7 +37,10 @@ export const rateTiers = service.table(
   (t) => [check('rate_tiers_values_check', sql`${t.allowance} >= 1 AND ${t.windowSeconds} >= 1 AND ${t.concurrency} >= 1`)],
 );
 
-/** API keys: only a SHA-256 of the key is stored; a revoked key keeps its row (revoked_at set). */
+/**
+ * API keys: only a SHA-256 of the key is stored; a revoked key keeps its row (revoked_at set). rate_decide returns
+ * a live key's collections and claims with its decision, from the same lookup.
+ */
 export const apiKeys = service.table(
   'api_keys',
   {
@@ -51,6 +54,10 @@ export const apiKeys = service.table(
       .references(() => rateTiers.name, { onUpdate: 'cascade' }),
     createdAt: micros('created_at').notNull().default(sql`clock_timestamp()`),
     revokedAt: micros('revoked_at'),
+    /** The collections the key may read; NULL: every collection (docs/reference/api.md, "Keys: scopes and claims"). */
+    collections: text('collections').array(),
+    /** What the collections' row rules compare their columns with: a JSON object, `{}` for none. */
+    claims: jsonb('claims').$type<Record<string, unknown>>().notNull().default({}),
   },
   // Every rate-limited request with a key looks it up by hash, inside rate_decide.
   (t) => [uniqueIndex('api_keys_key_hash_idx').on(t.keyHash)],

@@ -4,10 +4,14 @@
 --
 -- Decision i is for the key whose SHA-256 (in hex) is p_key_hashes[i] (its subject is `key:<id>`, its tier the
 -- key's), or, when that is NULL or names no live key, for p_ip_subjects[i] on tier p_ip_tiers[i]; an
--- unknown or revoked key is a 401 counted against the IP (docs/reference/api.md). It costs p_costs[i] units and takes a
--- lease of p_lease_ttl seconds (0: no concurrency cap). A cost above the tier's whole allowance could never be
--- paid within a window: such a request is refused as such (outcome `cost`, nothing charged, no lease), except
--- that an invalid key's is capped at the allowance and charged to its address.
+-- unknown or revoked key is a 401 counted against the IP (docs/reference/api.md). It costs p_costs[i] units and
+-- takes a lease of p_lease_ttl seconds (0: no concurrency cap). A cost above the tier's whole allowance could never
+-- be paid within a window: such a request is refused as such (outcome `cost`, nothing charged, no lease), except
+-- that an invalid key's is capped at the allowance and charged to its address. A tier p_ip_tiers[i] that does not
+-- exist (a token's tier claim may name any) is refused as such too: outcome `unknown_tier`, nothing charged, no
+-- lease, the tier's figures 0. A live key's row carries its collections (a JSON array, or NULL: every collection)
+-- and its claims, from the one lookup that finds the key, whatever the outcome (docs/reference/api.md, "Keys:
+-- scopes and claims").
 -- p_clock_offsets[i] moves the database clock for tests only; the service always passes 0. Release j may
 -- give back p_release_refunds[j] units (a 304's, docs/reference/costs.md, "Conditional requests") to the
 -- bucket that expires at p_release_refund_expiries[j]: the `reset` of its decision, which returns `charged`;
@@ -34,7 +38,14 @@
 --
 -- This file holds the current definition, applied by db/functions.ts whenever it changes. Its history is in
 -- git and in the headers of the migrations that once carried it (0001, 0002, 0003, 0004, 0006, 0007).
-CREATE OR REPLACE FUNCTION paginated_collections.rate_decide(
+--
+-- The function is dropped first: CREATE OR REPLACE cannot change the columns it returns (key_collections and
+-- key_claims were added). Both statements run in the functions step's one transaction, so a decision made
+-- meanwhile by a running instance finds the old definition until the new one commits; postgres.js prepares its
+-- statement again when the columns changed.
+DROP FUNCTION IF EXISTS paginated_collections.rate_decide(text[], text[], text[], integer[], double precision[], integer,
+  text[], integer[], bigint[], integer[], bigint[], integer[], integer[]);
+CREATE FUNCTION paginated_collections.rate_decide(
   p_key_hashes text[],
   p_ip_subjects text[],
   p_ip_tiers text[],
@@ -63,7 +74,9 @@ CREATE OR REPLACE FUNCTION paginated_collections.rate_decide(
   lease_slot integer,
   lease_token bigint,
   charged integer,
-  concurrency integer
+  concurrency integer,
+  key_collections jsonb,
+  key_claims jsonb
 )
 LANGUAGE plpgsql VOLATILE
 -- Plan the statements below once per connection, not at every call: a custom plan for the batch query
@@ -129,6 +142,8 @@ DECLARE
   e_cost integer;
   e_clock_offset double precision;
   e_outcome text;
+  e_key_collections jsonb;
+  e_key_claims jsonb;
   e_refund integer;
   e_refund_expiry bigint;
   e_refund_allowance integer;
@@ -141,7 +156,8 @@ BEGIN
   IF array_remove(p_key_hashes, p_key_hashes[1]) = '{}' AND array_remove(p_ip_subjects, p_ip_subjects[1]) = '{}'
      AND array_remove(p_ip_tiers, p_ip_tiers[1]) = '{}' THEN
     IF p_key_hashes[1] IS NOT NULL THEN
-      SELECT k.id, k.tier INTO e_key_id, v_key_tier FROM paginated_collections.api_keys k
+      SELECT k.id, k.tier, to_jsonb(k.collections), k.claims INTO e_key_id, v_key_tier, e_key_collections, e_key_claims
+        FROM paginated_collections.api_keys k
         WHERE k.key_hash = decode(p_key_hashes[1], 'hex') AND k.revoked_at IS NULL LIMIT 1;
     END IF;
     e_subject := coalesce('key:' || e_key_id, p_ip_subjects[1]);
@@ -163,19 +179,20 @@ BEGIN
              rel.refund_allowance, rel.refund_window, NULL::text AS ip_tier,
              NULL::text AS tier, NULL::text AS key_id, NULL::integer AS allowance, NULL::integer AS window_seconds,
              NULL::integer AS concurrency, NULL::integer AS cost, NULL::double precision AS clock_offset,
-             NULL::text AS outcome
+             NULL::text AS outcome, NULL::jsonb AS key_collections, NULL::jsonb AS key_claims
         FROM unnest(p_release_subjects, p_release_slots, p_release_tokens, p_release_refunds, p_release_refund_expiries,
                     p_release_allowances, p_release_windows)
                AS rel(subject, slot, token, refund, refund_expiry, refund_allowance, refund_window)
       UNION ALL
       SELECT 1, d.idx::integer, coalesce('key:' || k.id, d.ip_subject), NULL, NULL, NULL, NULL, NULL, NULL, d.ip_tier,
              t.name, k.id, t.allowance, t.window_seconds, t.concurrency, d.cost, d.clock_offset,
-             CASE WHEN d.key_hash IS NOT NULL AND k.id IS NULL THEN 'invalid_key' ELSE 'ok' END
+             CASE WHEN d.key_hash IS NOT NULL AND k.id IS NULL THEN 'invalid_key' ELSE 'ok' END,
+             to_jsonb(k.collections), k.claims
         FROM unnest(p_key_hashes, p_ip_subjects, p_ip_tiers, p_costs, p_clock_offsets) WITH ORDINALITY
                AS d(key_hash, ip_subject, ip_tier, cost, clock_offset, idx)
         -- LATERAL … LIMIT 1 keeps each lookup an index probe per decision; as a plain join, the planner
         -- (which cannot know the batch is small) would hash all of api_keys.
-        LEFT JOIN LATERAL (SELECT k.id, k.tier FROM paginated_collections.api_keys k
+        LEFT JOIN LATERAL (SELECT k.id, k.tier, k.collections, k.claims FROM paginated_collections.api_keys k
                              WHERE k.key_hash = decode(d.key_hash, 'hex') AND k.revoked_at IS NULL LIMIT 1) k ON true
         LEFT JOIN LATERAL (SELECT t.name, t.allowance, t.window_seconds, t.concurrency FROM paginated_collections.rate_tiers t
                              WHERE t.name = coalesce(k.tier, d.ip_tier) LIMIT 1) t ON true
@@ -200,7 +217,7 @@ BEGIN
       END IF;
     ELSE
       FETCH v_rows INTO e_kind, e_idx, e_subject, e_slot, e_token, e_refund, e_refund_expiry, e_refund_allowance, e_refund_window, e_ip_tier, e_tier, e_key_id, e_allowance, e_window_seconds,
-        e_concurrency, e_cost, e_clock_offset, e_outcome;
+        e_concurrency, e_cost, e_clock_offset, e_outcome, e_key_collections, e_key_claims;
       v_done := NOT FOUND;
     END IF;
     IF v_done OR v_subject IS DISTINCT FROM e_subject THEN
@@ -246,7 +263,15 @@ BEGIN
     END IF;
 
     IF e_allowance IS NULL THEN
-      RAISE EXCEPTION 'Rate tier % does not exist', e_ip_tier;
+      -- No such tier (a key's always exists: api_keys.tier references it): refused as such, nothing charged, no
+      -- lease, no row made for the subject; the tier's figures are 0.
+      idx := e_idx; outcome := 'unknown_tier'; subject := v_subject; tier := e_ip_tier; key_id := e_key_id;
+      key_collections := e_key_collections; key_claims := e_key_claims;
+      allowance := 0; window_seconds := 0; concurrency := 0; remaining := 0; reset := 0; retry_after := 0; charged := 0;
+      lease_slot := NULL; lease_token := NULL;
+      now_second := floor(extract(epoch FROM clock_timestamp()) + e_clock_offset)::bigint;
+      RETURN NEXT;
+      CONTINUE;
     END IF;
     IF NOT v_found THEN
       -- The subject's first request (or the first since housekeeping removed its row): create the row,
@@ -261,6 +286,7 @@ BEGIN
 
     -- The row this function returns for decision e_idx, completed on each path below.
     idx := e_idx; subject := v_subject; tier := e_tier; key_id := e_key_id;
+    key_collections := e_key_collections; key_claims := e_key_claims;
     allowance := e_allowance; window_seconds := e_window_seconds; concurrency := e_concurrency;
     lease_slot := NULL; lease_token := NULL; retry_after := 0; charged := 0;
     -- What is charged never exceeds the tier's whole allowance, so a request always fits eventually: a valid

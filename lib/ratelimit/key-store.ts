@@ -42,7 +42,7 @@ const excluded = (column: string) => sql.raw(`excluded.${column}`);
 
 /** Writes `tiers` and `keys` as they are, created or overwritten, in that order (a key names its tier). */
 async function copyRows(db: Writer, tiers: readonly TierRow[], keys: readonly KeyRow[]): Promise<void> {
-  // In batches: a statement takes at most 65,535 parameters, and a key row has seven.
+  // In batches: a statement takes at most 65,535 parameters, and a key row has nine.
   for (let i = 0; i < tiers.length; i += 1000) {
     await db
       .insert(rateTiers)
@@ -65,6 +65,8 @@ async function copyRows(db: Writer, tiers: readonly TierRow[], keys: readonly Ke
           tier: excluded('tier'),
           createdAt: excluded('created_at'),
           revokedAt: excluded('revoked_at'),
+          collections: excluded('collections'),
+          claims: excluded('claims'),
         },
       });
   }

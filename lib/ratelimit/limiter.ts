@@ -7,15 +7,30 @@ import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { answeredInTime } from '../http/deadline.ts';
 import { unavailable } from '../http/errors.ts';
 
-/** `cost`: the request costs more than the tier's whole allowance, refused as such (nothing charged). */
-type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency' | 'cost';
+/**
+ * `cost`: the request costs more than the tier's whole allowance, refused as such (nothing charged).
+ * `unknown_tier`: no live key, and `ipTier` names no tier; nothing charged, no lease, the tier's figures 0.
+ */
+type Outcome = 'ok' | 'invalid_key' | 'rate' | 'concurrency' | 'cost' | 'unknown_tier';
+
+/**
+ * What a key may read (docs/reference/api.md, "Keys: scopes and claims"), as its row held it when the decision
+ * was made: read by the decision's own lookup of the key, so a change through /admin applies from the key's next
+ * request on, at every instance.
+ */
+export interface KeyScope {
+  /** The collections the key may read; undefined: every collection. */
+  readonly collections: readonly string[] | undefined;
+  /** What the collections' row rules compare with; `{}` for a key without claims. */
+  readonly claims: Readonly<Record<string, unknown>>;
+}
 
 interface DecisionInput {
   /** SHA-256 of the API key; undefined for an anonymous request (counted by `ipSubject`). */
   readonly keyHash: Buffer | undefined;
   /** The subject when no valid key names the client, e.g. `ip:203.0.113.7` or `reg:2001:db8::/64`. */
   readonly ipSubject: string;
-  /** The tier of `ipSubject`: `anonymous`, or `registration` for POST /v1/keys. */
+  /** The tier of `ipSubject`: `anonymous`, or `registration` for POST /v1/keys; one that does not exist is `unknown_tier`. */
   readonly ipTier: string;
   /** Units this request costs; above the tier's allowance it is refused (an invalid key's is capped at it). */
   readonly cost: number;
@@ -28,6 +43,8 @@ export interface Decision {
   readonly subject: string;
   readonly tier: string;
   readonly keyId: string | undefined;
+  /** The key's collections and claims: set exactly when a live key was found (`keyId` set), whatever the outcome. */
+  readonly scope: KeyScope | undefined;
   /** The tier's allowance per window: what X-RateLimit-Limit reports. */
   readonly allowance: number;
   readonly windowSeconds: number;
@@ -415,6 +432,10 @@ function decisionOf(row: Record<string, unknown>, leaseTtl: number): Decision {
     subject: row.subject as string,
     tier: row.tier as string,
     keyId: (row.key_id as string | null) ?? undefined,
+    scope:
+      row.key_id === null
+        ? undefined
+        : { collections: (row.key_collections as string[] | null) ?? undefined, claims: row.key_claims as Record<string, unknown> },
     allowance: row.allowance as number,
     windowSeconds: row.window_seconds as number,
     remaining: row.remaining as number,

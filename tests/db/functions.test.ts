@@ -142,14 +142,15 @@ t.test('a database made fresh and one upgraded from each earlier migration have 
     ]);
   }
   upgrades.push([`from ${PUBLIC_SCHEMA_RELEASE}'s migrations and functions`, ({ sql }) => migrateAsPublicSchemaRelease(t, sql)]);
+  const journal = JSON.parse(await readFile(path.join(root, 'db/migrations/meta/_journal.json'), 'utf8')) as { entries: unknown[] };
   for (const [name, earlier] of upgrades) {
     const upgraded = await emptyDatabase(t);
     await earlier(upgraded);
     await runMigrations(upgraded.url);
     t.same(await functionDefinitions(upgraded.sql), functions, `${name}: the same functions`);
     t.equal(serviceOnly(await schemaDescription(upgraded.sql)), schema, `${name}: the same schema`);
-    const [journal] = await upgraded.sql`select count(*)::int as n from paginated_collections.__drizzle_migrations`;
-    t.equal(journal!.n, 2, `${name}: the journal holds this release's migrations`);
+    const [recorded] = await upgraded.sql`select count(*)::int as n from paginated_collections.__drizzle_migrations`;
+    t.equal(recorded!.n, journal.entries.length, `${name}: the journal holds this release's migrations`);
   }
 });
 

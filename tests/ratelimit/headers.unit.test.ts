@@ -8,6 +8,7 @@ const decision = (fields: Partial<Decision>): Decision => ({
   subject: 'ip:203.0.113.7',
   tier: 'anonymous',
   keyId: undefined,
+  scope: undefined,
   allowance: 60,
   windowSeconds: 60,
   remaining: 59,
