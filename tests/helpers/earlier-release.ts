@@ -11,6 +11,8 @@ import { promisify } from 'node:util';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import type { Sql } from 'postgres';
+import { applyFunctions } from '../../db/functions.ts';
+import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -19,6 +21,11 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 export const FUNCTIONS_IN_MIGRATIONS_RELEASE = '7dcc92b';
 /** The last release before the service's own schema (issue 40): migrations 0000 to 0008, functions from db/functions. */
 export const PUBLIC_SCHEMA_RELEASE = '4c0d917';
+/**
+ * The last release before keys had scopes and claims (issue 46): migrations 0000 and 0001 in the service's schema,
+ * and its functions, rate_decide returning no key_collections or key_claims.
+ */
+export const SERVICE_SCHEMA_RELEASE = '38a54e6';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -57,4 +64,22 @@ export async function migrateAsPublicSchemaRelease(t: Teardown, sql: Sql): Promi
     const checksum = createHash('sha256').update(text).digest('hex');
     await sql`insert into drizzle.schema_functions (name, checksum) values (${path.basename(file, '.sql')}, ${checksum})`;
   }
+}
+
+/**
+ * The database SERVICE_SCHEMA_RELEASE made on `sql`'s database: its migrations, journal in the service's schema, then
+ * its functions, applied and recorded by the functions step (db/functions.ts, unchanged since).
+ */
+export async function migrateAsServiceSchemaRelease(t: Teardown, sql: Sql): Promise<void> {
+  await migrate(drizzle(sql), { migrationsFolder: await earlierMigrations(t, SERVICE_SCHEMA_RELEASE), migrationsSchema: SERVICE_SCHEMA });
+  const listing = (await run('git', ['ls-tree', '--name-only', `${SERVICE_SCHEMA_RELEASE}:db/functions`], { cwd: root })).stdout;
+  const files = [];
+  for (const file of listing
+    .split('\n')
+    .filter((name) => name.endsWith('.sql'))
+    .sort()) {
+    files.push({ name: path.basename(file, '.sql'), sql: await show(SERVICE_SCHEMA_RELEASE, `db/functions/${file}`) });
+  }
+  // The migrations' advisory lock key (db/migrate.ts).
+  await applyFunctions(sql, files, 7_204_119_001);
 }
