@@ -184,7 +184,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/keys/{id}": {
+    "/admin/keys": {
         parameters: {
             query?: never;
             header?: never;
@@ -193,6 +193,30 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Issues a key with a tier, collections and claims, shown once
+         * @description The key (`pck_…`) is in the answer this once; the service keeps only its SHA-256. `collections` absent or null: every collection. `claims` feed the collections’ row rules. Every instance finds the key from its next request on.
+         */
+        post: operations["create_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A key: its tier, collections and claims (never its secret)
+         * @description A revoked key is shown too, with `revokedAt`.
+         */
+        get: operations["get_key"];
+        put?: never;
         post?: never;
         /**
          * Revokes a key: a 401 from its next request on
@@ -200,12 +224,16 @@ export interface paths {
          */
         delete: operations["revoke_key"];
         options?: never;
-        head?: never;
         /**
-         * Moves a key to another tier
-         * @description The tier must exist; every instance applies it from the key’s next request on. The answer never carries the key’s secret.
+         * A key: its tier, collections and claims (never its secret) (headers only)
+         * @description The answer to GET /admin/keys/{id} without its body: the same status and headers. A revoked key is shown too, with `revokedAt`.
          */
-        patch: operations["move_key"];
+        head: operations["get_key_head"];
+        /**
+         * Changes a key’s tier, collections or claims
+         * @description Changes the fields the body names, at least one; `collections: null` is every collection again. The tier and the collections must exist. Every instance applies it from the key’s next request on. The answer never carries the key’s secret.
+         */
+        patch: operations["change_key"];
         trace?: never;
     };
     "/healthz": {
@@ -291,7 +319,7 @@ export interface components {
              */
             href: string;
         };
-        /** @description application/problem+json (RFC 9457). Codes by status: 400 invalid_parameter, invalid_cursor; 401 invalid_api_key, unauthorized; 403 forbidden, Cost_exceeds_allowance; 404 not_found; 405 method_not_allowed; 408 request_timeout; 413 payload_too_large; 429 Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded; 431 headers_too_large; 500 internal_error; 503 unavailable. */
+        /** @description application/problem+json (RFC 9457). Codes by status: 400 invalid_parameter, invalid_cursor; 401 invalid_api_key, invalid_token, unauthorized; 403 forbidden, insufficient_scope, Cost_exceeds_allowance; 404 not_found; 405 method_not_allowed; 408 request_timeout; 413 payload_too_large; 429 Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded; 431 headers_too_large; 500 internal_error; 503 unavailable. */
         Problem: {
             /** @constant */
             type: "about:blank";
@@ -304,7 +332,7 @@ export interface components {
              * @description Machine-readable: one of the codes listed
              * @enum {string}
              */
-            code: "invalid_parameter" | "invalid_cursor" | "invalid_api_key" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded" | "Cost_exceeds_allowance" | "headers_too_large" | "unavailable" | "internal_error";
+            code: "invalid_parameter" | "invalid_cursor" | "invalid_api_key" | "invalid_token" | "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded" | "Cost_exceeds_allowance" | "headers_too_large" | "unavailable" | "internal_error";
             /** @description The named parts of the request (parameters, body fields, headers) that are wrong, one entry each */
             invalid_params?: {
                 name: string;
@@ -485,8 +513,36 @@ export interface components {
             prefix: string;
             name: string | null;
             tier: string;
+            /** @description The collections the key may read; null: every collection */
+            collections: string[] | null;
+            /** @description What the collections’ row rules compare with: any JSON values, at most 4096 bytes as JSON */
+            claims: {
+                [key: string]: unknown;
+            };
             /** Format: date-time */
             createdAt: string;
+            /**
+             * Format: date-time
+             * @description Only on a revoked key
+             */
+            revokedAt?: string;
+        };
+        IssuedKey: {
+            id: string;
+            /** @description The first ten characters of the key */
+            prefix: string;
+            name: string | null;
+            tier: string;
+            /** @description The collections the key may read; null: every collection */
+            collections: string[] | null;
+            /** @description What the collections’ row rules compare with: any JSON values, at most 4096 bytes as JSON */
+            claims: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            createdAt: string;
+            /** @description The key, shown this once */
+            key: string;
         };
     };
     responses: {
@@ -683,7 +739,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -711,7 +767,7 @@ export interface operations {
                         /** @constant */
                         status?: 401;
                         /** @enum {unknown} */
-                        code?: "invalid_api_key" | "unauthorized";
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
                     };
                 };
             };
@@ -859,7 +915,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1091,7 +1147,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1119,7 +1175,7 @@ export interface operations {
                         /** @constant */
                         status?: 401;
                         /** @enum {unknown} */
-                        code?: "invalid_api_key" | "unauthorized";
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
                     };
                 };
             };
@@ -1342,7 +1398,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1562,7 +1618,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -1590,7 +1646,7 @@ export interface operations {
                         /** @constant */
                         status?: 401;
                         /** @enum {unknown} */
-                        code?: "invalid_api_key" | "unauthorized";
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
                     };
                 };
             };
@@ -1801,7 +1857,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -2015,7 +2071,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -2043,7 +2099,7 @@ export interface operations {
                         /** @constant */
                         status?: 401;
                         /** @enum {unknown} */
-                        code?: "invalid_api_key" | "unauthorized";
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
                     };
                 };
             };
@@ -2248,7 +2304,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The API key is unknown, revoked or malformed (invalid_api_key, unauthorized) */
+            /** @description The API key is unknown, revoked or malformed (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The client's allowance: units per window of its tier */
@@ -2558,7 +2614,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
@@ -2576,7 +2632,7 @@ export interface operations {
                         /** @constant */
                         status?: 401;
                         /** @enum {unknown} */
-                        code?: "invalid_api_key" | "unauthorized";
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
                     };
                 };
             };
@@ -2625,7 +2681,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
@@ -2725,7 +2781,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
@@ -2743,7 +2799,7 @@ export interface operations {
                         /** @constant */
                         status?: 401;
                         /** @enum {unknown} */
-                        code?: "invalid_api_key" | "unauthorized";
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
                     };
                 };
             };
@@ -2790,6 +2846,239 @@ export interface operations {
             "4XX": components["responses"]["Refused"];
         };
     };
+    create_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    tier: string;
+                    /** @description The collections the key may read; null: every collection */
+                    collections?: string[] | null;
+                    /** @description What the collections’ row rules compare with: any JSON values, at most 4096 bytes as JSON */
+                    claims?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The key, with its secret */
+            201: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuedKey"];
+                };
+            };
+            /** @description A body field is wrong, or names a tier or collection that does not exist (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 400;
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 401;
+                        /** @enum {unknown} */
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
+                    };
+                };
+            };
+            /** @description The admin token is not valid (forbidden) */
+            403: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                    };
+                };
+            };
+            /** @description The body is over 65536 bytes (payload_too_large) */
+            413: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 413;
+                        /** @enum {unknown} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    get_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key (no secret) */
+            200: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Key"];
+                };
+            };
+            /** @description The id is wrong (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 400;
+                        /** @enum {unknown} */
+                        code?: "invalid_parameter" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 401;
+                        /** @enum {unknown} */
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
+                    };
+                };
+            };
+            /** @description The admin token is not valid (forbidden) */
+            403: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 403;
+                        /** @enum {unknown} */
+                        code?: "forbidden";
+                    };
+                };
+            };
+            /** @description No such key (not_found) */
+            404: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @constant */
+                        status?: 404;
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
     revoke_key: {
         parameters: {
             query?: never;
@@ -2828,7 +3117,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
@@ -2846,7 +3135,7 @@ export interface operations {
                         /** @constant */
                         status?: 401;
                         /** @enum {unknown} */
-                        code?: "invalid_api_key" | "unauthorized";
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
                     };
                 };
             };
@@ -2893,7 +3182,88 @@ export interface operations {
             "4XX": components["responses"]["Refused"];
         };
     };
-    move_key: {
+    get_key_head: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key (no secret) */
+            200: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The id is wrong (invalid_parameter, invalid_cursor) */
+            400: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
+            401: {
+                headers: {
+                    /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
+                    "WWW-Authenticate": string;
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The admin token is not valid (forbidden) */
+            403: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such key (not_found) */
+            404: {
+                headers: {
+                    /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
+                    "X-Request-Id": string;
+                    /** @description CORS: `*`, or the page's origin when CORS_ORIGINS lists it (absent otherwise) */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description CORS: the headers a page may read: Link, the rate-limit headers, Retry-After, ETag and X-Request-Id */
+                    "Access-Control-Expose-Headers"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Refused"];
+        };
+    };
+    change_key: {
         parameters: {
             query?: never;
             header?: never;
@@ -2905,7 +3275,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    tier: string;
+                    tier?: string;
+                    /** @description The collections the key may read; null: every collection */
+                    collections?: string[] | null;
+                    /** @description What the collections’ row rules compare with: any JSON values, at most 4096 bytes as JSON */
+                    claims?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -2925,7 +3301,7 @@ export interface operations {
                     "application/json": components["schemas"]["Key"];
                 };
             };
-            /** @description A body field or the id is wrong, or the tier does not exist (invalid_parameter, invalid_cursor) */
+            /** @description A body field or the id is wrong, the body is empty, or it names a tier or collection that does not exist (invalid_parameter, invalid_cursor) */
             400: {
                 headers: {
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
@@ -2945,7 +3321,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
@@ -2963,7 +3339,7 @@ export interface operations {
                         /** @constant */
                         status?: 401;
                         /** @enum {unknown} */
-                        code?: "invalid_api_key" | "unauthorized";
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
                     };
                 };
             };
@@ -3007,7 +3383,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is over 4096 bytes (payload_too_large) */
+            /** @description The body is over 65536 bytes (payload_too_large) */
             413: {
                 headers: {
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
@@ -3191,7 +3567,7 @@ export interface operations {
                     "text/plain; version=0.0.4; charset=utf-8": string;
                 };
             };
-            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */
@@ -3209,7 +3585,7 @@ export interface operations {
                         /** @constant */
                         status?: 401;
                         /** @enum {unknown} */
-                        code?: "invalid_api_key" | "unauthorized";
+                        code?: "invalid_api_key" | "invalid_token" | "unauthorized";
                     };
                 };
             };
@@ -3252,7 +3628,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No Authorization header (invalid_api_key, unauthorized) */
+            /** @description No Authorization header (invalid_api_key, invalid_token, unauthorized) */
             401: {
                 headers: {
                     /** @description The challenge of a 401 (RFC 9110): `Bearer`, with the error when a key or token was sent */

@@ -329,6 +329,7 @@ function keyBodySchema(schema: Schema): Schema {
 const claimsSchema: Schema = {
   type: 'object',
   propertyNames: { minLength: 1 },
+  additionalProperties: true,
   description: `What the collections’ row rules compare with: any JSON values, at most ${MAX_CLAIMS_BYTES} bytes as JSON`,
 };
 

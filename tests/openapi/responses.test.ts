@@ -104,6 +104,15 @@ t.test('every collection and variant, and every other path, answers as the docum
   await check('/admin/keys/{id}', '/admin/keys/key_nosuchkey', { method: 'PATCH', headers: admin, body: move }, { status: 404 });
   await check('/admin/keys/{id}', `/admin/keys/${issued.id}`, { method: 'DELETE', headers: admin }, { status: 204 });
   await check('/admin/keys/{id}', `/admin/keys/${issued.id}`, { method: 'DELETE', headers: admin }, { status: 404 });
+  const scoped = JSON.stringify({ name: 'tenant', tier: 'team', collections: ['orders'], claims: { tenant: 1, groups: ['a'] } });
+  const { body: made } = await check('/admin/keys', '/admin/keys', { method: 'POST', headers: admin, body: scoped }, { status: 201 });
+  await check('/admin/keys', '/admin/keys', { method: 'POST', headers: admin, body: '{"tier":"team","claims":[]}' }, { status: 400 });
+  await check('/admin/keys/{id}', `/admin/keys/${made.id}`, { headers: admin }, { status: 200 });
+  await check('/admin/keys/{id}', `/admin/keys/${issued.id}`, { headers: admin }, { status: 200 }); // revoked: with revokedAt
+  await check('/admin/keys/{id}', '/admin/keys/key_nosuchkey', { headers: admin }, { status: 404 });
+  const rescope = JSON.stringify({ collections: null, claims: {} });
+  await check('/admin/keys/{id}', `/admin/keys/${made.id}`, { method: 'PATCH', headers: admin, body: rescope }, { status: 200 });
+  await check('/admin/keys/{id}', `/admin/keys/${made.id}`, { method: 'PATCH', headers: admin, body: '{}' }, { status: 400 });
 
   // An unknown path has no operation: its 404 is the shared problem schema.
   const missing = await api.request('/v1/nope');
