@@ -1,7 +1,8 @@
 // `npm run --silent collections -- <command>`: the operator's tools for the collections file (docs/reference/collections-file.md, "Tools").
 //   init [--schema NAME]...  prints a starting file for DATABASE_URL's database (schema public unless named)
 //   check [FILE]             checks FILE (default: COLLECTIONS) against DATABASE_URL's database and reports,
-//                            for each sort and filter, the index that serves it or what it costs without one
+//                            for each sort and filter, the index that serves it or what it costs without one (and,
+//                            with row rules, the index to create); warnings of what it serves by default on stderr
 //   walk [FILE] --url URL    walks every collection of FILE through the service at URL, in each variant, to the end,
 //                            and compares the items' keys with a SELECT of the relation on DATABASE_URL
 // Output is the file (init) or the report (check, walk) on stdout; every error is one line on stderr, with exit code 1.
@@ -15,11 +16,10 @@ import { SERVICE_SCHEMA } from '../db/service-schema.ts';
 import { readCatalog } from '../lib/catalog/read.ts';
 import { schemaNames } from '../lib/catalog/schemas.ts';
 import { initFile } from '../lib/collections/init.ts';
-import type { Collection } from '../lib/collections/model.ts';
 import { parseCollectionsFile } from '../lib/collections/parse.ts';
 import { CollectionsFileError } from '../lib/collections/problems.ts';
 import { checkReport } from '../lib/collections/report.ts';
-import { resolveCollections } from '../lib/collections/resolve.ts';
+import { type Resolution, resolveCollections } from '../lib/collections/resolve.ts';
 import { walkCollections } from './collections-walk.ts';
 
 const USAGE = [
@@ -93,9 +93,11 @@ async function check(args: readonly string[], env: NodeJS.ProcessEnv): Promise<n
   const file = fileOf('check', positionals, env);
   const resolved = await resolveFile('check', file, env);
   if (resolved.collections === undefined) return cannotServe(file, resolved.problems);
-  const { collections, problems } = resolved;
+  const { collections, problems, warnings } = resolved;
   const report = checkReport(collections);
   if (report.length > 0) process.stdout.write(`${report.join('\n')}\n`);
+  // Served all the same: a column named as a secret, a collection without a columns list (lib/collections/safe-defaults.ts).
+  if (warnings.length > 0) process.stderr.write(`${warnings.join('\n')}\n`);
   if (problems.length > 0) return cannotServe(file, problems);
   const count = `${collections.length} collection${collections.length === 1 ? '' : 's'}`;
   process.stdout.write(`${file} can be served: ${count}\n`);
@@ -168,7 +170,7 @@ async function resolveFile(
   command: string,
   file: string,
   env: NodeJS.ProcessEnv,
-): Promise<{ collections: readonly Collection[]; problems: readonly string[] } | { collections: undefined; problems: readonly string[] }> {
+): Promise<Resolution | { collections: undefined; problems: readonly string[] }> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

@@ -5,6 +5,7 @@ import { JSON_SCHEMA_PATH } from './json-schema.ts';
 import { operatorsFor, servedByDefault, sortable, valueKind } from './kinds.ts';
 import { FIELD_NAME, PARAMETER_NAMES } from './names.ts';
 import { servingIndex, withKey } from './orders.ts';
+import { secretInName } from './safe-defaults.ts';
 
 export interface InitOptions {
   /** The JSON Schema the file names for editors (relative to where it is saved). Default: docs/collections.schema.json. */
@@ -13,7 +14,8 @@ export interface InitOptions {
 
 /**
  * The file `npm run collections -- init` prints, which the service serves as it is: every table with a
- * usable key, with its columns of supported types the role may read, named as they are; as sort keys, the
+ * usable key, with its columns of supported types the role may read, named as they are, each listed (the
+ * columns served then change only with the file) but those whose names say they hold a secret; as sort keys, the
  * columns whose order an index serves; as equality filters, the columns that lead a btree index; offset,
  * page and cursor, cursor by default. Each view follows commented out, with a placeholder key to check.
  * What it leaves out it says in comments.
@@ -86,7 +88,8 @@ function tableEntry(relation: Relation, names: Set<string>): string[] | string {
 /** A view's entry (to be commented out): its placeholder key a unique index's columns, or its first orderable column. */
 function viewEntry(relation: Relation, names: Set<string>): string[] | string {
   const { columns, notes } = servedColumns(relation);
-  const unique = relation.indexes.find((index) => index.unique && !index.partial && index.columns.every((c) => c.column !== undefined));
+  const served = (name: string | undefined) => columns.some((column) => column.name === name);
+  const unique = relation.indexes.find((index) => index.unique && !index.partial && index.columns.every((c) => served(c.column)));
   const placeholder =
     unique?.columns.map((column) => column.column!) ??
     columns
@@ -107,7 +110,11 @@ function viewEntry(relation: Relation, names: Set<string>): string[] | string {
   return [...entryLines(entry), ...notes.map((note) => `  # ${note}`)];
 }
 
-/** The columns init serves, and a note for each column it leaves out. */
+/**
+ * The columns init serves, and a note for each column it leaves out: of a type not served, one the role may not
+ * read, a name that is no parameter name, and a name that says it holds a secret (docs/reference/collections-file.md,
+ * "Safe defaults"), which is then no sort key nor filter either.
+ */
 function servedColumns(relation: Relation): { columns: Column[]; notes: string[] } {
   const columns: Column[] = [];
   const notes: string[] = [];
@@ -118,7 +125,11 @@ function servedColumns(relation: Relation): { columns: Column[]; notes: string[]
     else if (!column.selectable) notes.push(`left out: ${column.name} (the role may not SELECT it)`);
     else if (!FIELD_NAME.test(column.name))
       notes.push(`left out: ${JSON.stringify(column.name)} (no parameter name; serve it with fieldNames: camelCase)`);
-    else columns.push(column);
+    else {
+      const secret = secretInName(column);
+      if (secret === undefined) columns.push(column);
+      else notes.push(`left out: ${column.name} (its name says it holds a secret: ${secret}; list it in columns to serve it)`);
+    }
   }
   return { columns, notes };
 }

@@ -89,3 +89,11 @@ export function operatorsFor(kind: ValueKind): readonly Operator[] {
 export function sortable(kind: ValueKind): boolean {
   return !['json', 'array', 'tsvector', 'bytea'].includes(kind);
 }
+
+/**
+ * Whether a row rule's column can be of the kind: one a claim (a JSON string or number) can equal, as an `eq`
+ * filter's value does (text, numbers, uuid, enums); not booleans, times, documents or arrays, which identify no one.
+ */
+export function equalsClaim(kind: ValueKind): boolean {
+  return ['integer', 'decimal', 'text', 'uuid', 'enum'].includes(kind);
+}

@@ -23,6 +23,22 @@ export interface ServedOrder {
   readonly index: string | undefined;
 }
 
+/** One column of a row rule and the claim it must equal (docs/reference/collections-file.md, "Access"). */
+export interface RowRule {
+  /** The column, served or not. */
+  readonly column: Column;
+  /** The claim's path: ['tenant'], or ['app_metadata', 'tenant'] for `app_metadata.tenant`. */
+  readonly claim: readonly string[];
+}
+
+/** Who reads a collection, and which of its rows. */
+export interface CollectionAccess {
+  /** Whether clients without credentials read it: never when it has rows. */
+  readonly anonymous: boolean;
+  /** A client reads only the rows whose columns equal its claims, every rule at once; none: every row. */
+  readonly rows: readonly RowRule[];
+}
+
 interface CostRuleSettings {
   readonly itemsPerUnit: number;
   readonly countedPerUnit: number;
@@ -37,13 +53,18 @@ export interface Collection {
   readonly relation: Relation;
   /** In the order items show them. */
   readonly fields: readonly CollectionField[];
+  /** Whether the file lists them; else they are every column of a supported type, and change with the table. */
+  readonly columnsListed: boolean;
   readonly key: CollectionKey;
   readonly variants: readonly Variant[];
   readonly defaultVariant: Variant;
   readonly timeColumn?: string;
   /** Per column, the operators offered. */
   readonly filters: Readonly<Record<string, readonly Operator[]>>;
-  /** Per sort column: its order (ascending, then the key; a request may reverse it) and the index that serves it. */
+  /**
+   * Per sort column: its order (ascending, then the key; a request may reverse it) and the index that serves it,
+   * which, with row rules, leads with the rules' columns.
+   */
   readonly sorts: Readonly<Record<string, ServedOrder>>;
   /** The default order, the key appended. */
   readonly order: ServedOrder;
@@ -51,4 +72,5 @@ export interface Collection {
   readonly pageSize: { readonly default: number; readonly max: number };
   readonly countThreshold: number;
   readonly cost: CostRuleSettings;
+  readonly access: CollectionAccess;
 }

@@ -77,3 +77,24 @@ export const PARAMETER_NAMES: ReadonlySet<string> = new Set([
   'before',
   'after',
 ]);
+
+/**
+ * PostgreSQL's reserved key words, and those reserved but for function and type names (its documentation,
+ * "SQL Key Words"): a column named one of them is quoted where a statement names it.
+ */
+const RESERVED = new Set(
+  (
+    'all analyse analyze and any array as asc asymmetric authorization binary both case cast check collate collation column ' +
+    'concurrently constraint create cross current_catalog current_date current_role current_schema current_time ' +
+    'current_timestamp current_user default deferrable desc distinct do else end except false fetch for foreign freeze from ' +
+    'full grant group having ilike in initially inner intersect into is isnull join lateral leading left like limit localtime ' +
+    'localtimestamp natural not notnull null offset on only or order outer overlaps placing primary references returning ' +
+    'right select session_user similar some symmetric system_user table tablesample then to trailing true union unique user ' +
+    'using variadic verbose when where window with'
+  ).split(' '),
+);
+
+/** An identifier as a SQL statement writes it: bare when lower-case letters, digits and _ and no reserved word, else double-quoted. */
+export function sqlIdentifier(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) && !RESERVED.has(name) ? name : `"${name.replaceAll('"', '""')}"`;
+}

@@ -1,10 +1,11 @@
 // A collections file against the catalog model: every problem, one line each, and each good collection with what it left unsaid.
 import { type CatalogModel, type Column, findRelation, qualifiedName, type Relation } from '../catalog/model.ts';
-import { operatorsFor, servedByDefault, sortable, valueKind } from './kinds.ts';
-import type { Collection, CollectionField, CollectionKey, ServedOrder } from './model.ts';
+import { equalsClaim, operatorsFor, servedByDefault, sortable, valueKind } from './kinds.ts';
+import type { Collection, CollectionAccess, CollectionField, CollectionKey, RowRule, ServedOrder } from './model.ts';
 import { COLLECTION_NAME, camelCase, FIELD_NAME, PARAMETER_NAMES, parseRelationName } from './names.ts';
-import { type OrderKey, servingIndex, withKey } from './orders.ts';
+import { indexForOrder, leadsWith, type OrderKey, servingIndex, withKey } from './orders.ts';
 import { problemLine } from './problems.ts';
+import { safeDefaultWarnings } from './safe-defaults.ts';
 import type { CollectionEntry, CollectionsFile, Operator, Variant } from './schema.ts';
 
 export interface Resolution {
@@ -12,6 +13,8 @@ export interface Resolution {
   readonly collections: readonly Collection[];
   /** Every problem, one line each (problemLine): the file is served only without any. */
   readonly problems: readonly string[];
+  /** What the collections serve by default that the file may not mean to, one line each (safeDefaultWarnings). */
+  readonly warnings: readonly string[];
 }
 
 // The measured defaults of the demo collections (docs/reference/costs.md, "The rule"; docs/benchmarks.md, "What a unit buys").
@@ -44,7 +47,7 @@ export function resolveCollections(file: CollectionsFile, catalog: CatalogModel,
     problems.push(...found.map((problem) => problemLine(source, label, problem)));
     if (collection && found.length === 0) collections.push(collection);
   });
-  return { collections, problems };
+  return { collections, problems, warnings: safeDefaultWarnings(collections, source) };
 }
 
 function labelOf(entry: CollectionEntry, at: number): string {
@@ -82,13 +85,17 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
     if (!field && column(name, what)) report(`${what} ${name} is not among the columns served`);
     return field;
   };
+  const access = resolveAccess(entry, column, report);
   const key = resolveKey(entry, relation, exposed, report);
   if (!key) return undefined;
 
+  // A client's rows are those whose rule columns equal its claims: an order is served within them by an index
+  // that leads with those columns, which is what prices a client's read and what check tells the operator to create.
+  const leading = access.rows.map((rule) => rule.column.name);
   const unindexedSorts = entry.unindexedSorts ?? false;
   const orderOf = (order: readonly OrderKey[]): ServedOrder => {
     const full = withKey(order, key.columns);
-    return { order: full, index: servingIndex(relation, full)?.name };
+    return { order: full, index: servingIndex(relation, full, leading)?.name };
   };
   const orderable = (name: string, what: string): boolean => {
     const field = exposed(name, what);
@@ -96,9 +103,17 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
     return field !== undefined && sortable(field.kind);
   };
   const indexed = (served: ServedOrder, what: string) => {
-    if (served.index === undefined && !unindexedSorts) {
+    if (served.index !== undefined || unindexedSorts) return;
+    if (leading.length === 0) {
       report(`${what}: no btree index serves it (${orderText(served.order)}); add one, or accept it with unindexedSorts: true`);
+      return;
     }
+    const rest = served.order.filter((entry) => !leading.includes(entry.column));
+    const create = relation.kind === 'view' ? 'a view has no index of its own' : indexForOrder(relation, served.order, leading);
+    report(
+      `${what}: no btree index serves it with the row rule's ${leading.join(', ')} leading (${leading.join(', ')}, then ${orderText(rest)}); ` +
+        `${create}, or accept it with unindexedSorts: true`,
+    );
   };
 
   const sorts: Record<string, ServedOrder> = {};
@@ -135,13 +150,14 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
   const timeOrder = timeColumn === undefined ? undefined : orderOf([{ column: timeColumn, descending: false }]);
   if (timeOrder !== undefined) indexed(timeOrder, `the time variant's order by ${timeColumn}`);
 
-  const filters = resolveFilters(entry, relation, fields, exposed, report);
+  const filters = resolveFilters(entry, relation, fields, leading, exposed, report);
   const pageSize = resolvePageSize(entry, report);
 
   return {
     name,
     relation,
     fields,
+    columnsListed: entry.columns !== undefined,
     key,
     variants,
     defaultVariant,
@@ -158,6 +174,7 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
       entry,
       relation,
       key,
+      leading,
       {
         [key.columns[0]!]: orderOf([]),
         ...(timeOrder === undefined ? {} : { [timeColumn!]: timeOrder }),
@@ -167,6 +184,7 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
       },
       exposed,
     ),
+    access,
   };
 }
 
@@ -229,6 +247,35 @@ function resolveFields(
     else fields.push({ name, column: c, kind });
   }
   return fields;
+}
+
+/**
+ * The file's `access`: each rule's column, which must exist and be of a type a claim can equal, but need not be
+ * served (a team may not serve tenant_id), and its claim's path. A collection with rows is never read anonymously.
+ */
+function resolveAccess(
+  entry: CollectionEntry,
+  column: (name: string, what: string) => Column | undefined,
+  report: Report,
+): CollectionAccess {
+  const rows: RowRule[] = [];
+  for (const [name, claim] of Object.entries(entry.access?.rows ?? {})) {
+    const found = column(name, 'access.rows column');
+    if (!found) continue;
+    const kind = valueKind(found.type);
+    if (kind === undefined || !equalsClaim(kind)) {
+      report(
+        `access.rows column ${name} is of type ${found.type.formatted}, which no claim can equal: a row rule's column is text, a number, a uuid or an enum`,
+      );
+    } else if (!found.selectable) {
+      report(`access.rows column ${name}: the role may not SELECT it, which the rule's condition needs; grant it`);
+    } else rows.push({ column: found, claim: claim.split('.') });
+  }
+  const rules = entry.access?.rows !== undefined;
+  if (entry.access?.anonymous === true && rules) {
+    report('access.anonymous is true beside access.rows: a collection with rows is never read anonymously; leave anonymous out');
+  }
+  return { anonymous: !rules && (entry.access?.anonymous ?? true), rows };
 }
 
 function resolveKey(
@@ -297,14 +344,18 @@ function resolveFilters(
   entry: CollectionEntry,
   relation: Relation,
   fields: readonly CollectionField[],
+  leading: readonly string[],
   exposed: (name: string, what: string) => CollectionField | undefined,
   report: Report,
 ): Record<string, readonly Operator[]> {
   const filters: Record<string, readonly Operator[]> = {};
   if (!entry.filters) {
-    // Unsaid: equality on every column that leads a btree index.
+    // Unsaid: equality on every column that leads a btree index (after the row rule's columns, with rows).
     for (const field of fields) {
-      const leads = relation.indexes.some((index) => index.columns[0]?.column === field.column.name);
+      const name = field.column.name;
+      const leads = relation.indexes.some(
+        (index) => leadsWith(index, leading) && (leading.includes(name) || index.columns[leading.length]?.column === name),
+      );
       if (leads && operatorsFor(field.kind).includes('eq') && !PARAMETER_NAMES.has(field.name)) filters[field.column.name] = ['eq'];
     }
     return filters;
@@ -341,14 +392,17 @@ function resolveCost(
   entry: CollectionEntry,
   relation: Relation,
   key: CollectionKey,
+  leading: readonly string[],
   orders: Readonly<Record<string, ServedOrder>>,
   exposed: (name: string, what: string) => CollectionField | undefined,
 ): Collection['cost'] {
   const indexed: Record<string, number> = {};
   for (const [column, served] of Object.entries(orders)) {
     if (served.index === undefined) continue;
-    // The index whose leading columns are the key's reads the table in the key's order.
-    const alongKey = key.columns.every((name, at) => served.order[at]?.column === name);
+    // The index whose leading columns are the key's reads the table in the key's order; with rows, a client's
+    // rows in the key's order (the rule's columns, each one value, left out of both).
+    const order = served.order.filter((entry) => !leading.includes(entry.column));
+    const alongKey = key.columns.filter((name) => !leading.includes(name)).every((name, at) => order[at]?.column === name);
     indexed[column] = alongKey ? SKIPPED_ALONG_KEY : SKIPPED_ALONG_OTHER;
   }
   for (const [column, rows] of Object.entries(entry.cost?.indexed ?? {}))

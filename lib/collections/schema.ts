@@ -15,6 +15,11 @@ const FIELD_NAMES = ['asIs', 'camelCase'] as const;
 const columnName = v.pipe(v.string('must be a column name'), v.minLength(1, 'must be a column name'));
 const columnList = (what: string) =>
   v.pipe(v.array(columnName, `must be a list of column names (${what})`), v.minLength(1, `must name at least one column (${what})`));
+/** A claim's name, or a dotted path into nested claims: non-empty parts between the dots. */
+const claimPath = v.pipe(
+  v.string('must be a claim name, or a dotted path of them (app_metadata.tenant)'),
+  v.regex(/^[^.]+(?:\.[^.]+)*$/, 'must be a claim name, or a dotted path of them (app_metadata.tenant), no part empty'),
+);
 const count = (minimum: number, what: string) =>
   v.pipe(v.number(what), v.integer(what), v.minValue(minimum, what), v.maxValue(Number.MAX_SAFE_INTEGER, what));
 
@@ -99,6 +104,40 @@ const collection = v.strictObject(
         v.boolean('must be true or false'),
         v.description(
           'true: accept sorts no btree index serves, each chunk then reading and sorting the filtered rows (and priced so). Default: false, which refuses them.',
+        ),
+      ),
+    ),
+    access: v.optional(
+      v.pipe(
+        v.strictObject(
+          {
+            anonymous: v.optional(
+              v.pipe(
+                v.boolean('must be true or false'),
+                v.description(
+                  'Whether clients without credentials read the collection, at the anonymous tier. Default: true, false with rows (never read anonymously).',
+                ),
+              ),
+            ),
+            rows: v.optional(
+              v.pipe(
+                // valibot's record reads a list as an object of its indexes: rows must be a mapping.
+                v.custom<Record<string, unknown>>(
+                  (input) => typeof input === 'object' && input !== null && !Array.isArray(input),
+                  'must map column names to claims (tenant_id: tenant)',
+                ),
+                v.record(columnName, claimPath, 'must map column names to claims (tenant_id: tenant)'),
+                v.minEntries(1, 'must name at least one column and its claim'),
+                v.description(
+                  "A client reads only the rows whose columns equal its claims: column: claim, a dotted path for a nested claim (app_metadata.tenant); an array claim matches any of its values. The column need not be served, and the indexes serving the collection's orders must lead with these columns.",
+                ),
+              ),
+            ),
+          },
+          'must be an object of anonymous and rows',
+        ),
+        v.description(
+          'Who reads the collection, and which of its rows (docs/reference/collections-file.md, "Access"). Default: everyone, every row.',
         ),
       ),
     ),

@@ -11,7 +11,7 @@ import { parseCollectionsFile } from '../collections/parse.ts';
 import { CollectionsFileError } from '../collections/problems.ts';
 import { resolveCollections } from '../collections/resolve.ts';
 import type { CollectionsFile } from '../collections/schema.ts';
-import { type Collection, type CostRule, createRegistry, type Field, type Registry, type SortKey } from './registry.ts';
+import { type Collection, type CostRule, createRegistry, type Field, type Registry, type RowRule, type SortKey } from './registry.ts';
 import { sortParam, withTieBreaker } from './sort.ts';
 import { runtimeValueType } from './values.ts';
 
@@ -24,7 +24,8 @@ const anyColumn = customType<{ data: unknown; driverData: unknown }>({ dataType:
 /**
  * The registry's collection of a resolved one: its relation as a Drizzle table (pgSchema(schema).table, or
  * pgTable in public, columns by their exact catalog names), its fields with their value types, its key as the
- * tie-breaker of every order, its filters, sorts, default order, variants, page sizes and cost rule as resolved.
+ * tie-breaker of every order, its filters, sorts, default order, variants, page sizes and cost rule as resolved,
+ * and its access: each row rule's field the served one, or, for a column not served, a field of its own (`@column`).
  */
 export function collectionOf(resolved: ResolvedCollection): Collection {
   const { relation } = resolved;
@@ -37,9 +38,15 @@ export function collectionOf(resolved: ResolvedCollection): Collection {
     // Keys of our own: a column's name could be one of the table object's own (enableRLS).
     builders[`c${at}`] = notNull ? builder.notNull() : builder;
   });
+  const fieldNames = new Map(resolved.fields.map((field) => [field.column.name, field.name]));
+  // A row rule's column that is not served has a column of its own in the table object, for the rule's condition.
+  const unserved = resolved.access.rows.filter((rule) => !fieldNames.has(rule.column.name));
+  unserved.forEach((rule, at) => {
+    const builder = anyColumn(rule.column.name);
+    builders[`r${at}`] = rule.column.nullable ? builder : builder.notNull();
+  });
   const table = relation.schema === 'public' ? pgTable(relation.name, builders) : pgSchema(relation.schema).table(relation.name, builders);
   const columns = getTableColumns(table) as Record<string, AnyPgColumn>;
-  const fieldNames = new Map(resolved.fields.map((field) => [field.column.name, field.name]));
   const fieldOf = (column: string) => fieldNames.get(column)!;
 
   const fields = new Map<string, Field>();
@@ -54,6 +61,18 @@ export function collectionOf(resolved: ResolvedCollection): Collection {
     selection[field.name] = select;
   });
   const key = keyColumns.map(fieldOf);
+  const rows = resolved.access.rows.map((rule): RowRule => {
+    const served = fieldNames.get(rule.column.name);
+    if (served !== undefined) return { claim: rule.claim, field: fields.get(served)! };
+    const name = `@${rule.column.name}`;
+    const column = columns[`r${unserved.indexOf(rule)}`]!;
+    const value = runtimeValueType(valueKind(rule.column.type)!, rule.column.type);
+    // Never in fields nor selection: no parameter names it and no item shows it.
+    return {
+      claim: rule.claim,
+      field: { name, column, type: value.type, value, nullable: rule.column.nullable, selection: value.select(column, name) },
+    };
+  });
   return Object.freeze({
     name: resolved.name,
     table,
@@ -72,7 +91,7 @@ export function collectionOf(resolved: ResolvedCollection): Collection {
     cost: costRuleOf(resolved, fieldOf),
     countThreshold: resolved.countThreshold,
     selection,
-    access: { anonymous: true, rows: [] },
+    access: Object.freeze({ anonymous: resolved.access.anonymous, rows }),
   });
 }
 
@@ -103,11 +122,17 @@ function costRuleOf(resolved: ResolvedCollection, fieldOf: (column: string) => s
  * The registry of a collections file: its text parsed (`source` names it in problems: YAML, or JSON when it ends
  * in .json), the catalog read once on `sql` (the schemas of `options`, the service's own left out), the file
  * resolved against it, and each collection made a runtime one (collectionOf). Throws a CollectionsFileError with
- * every problem, one line each, when the file cannot be served.
+ * every problem, one line each, when the file cannot be served; `warn` gets what it serves by default that it may
+ * not mean to (a column named as a secret, no columns list: lib/collections/safe-defaults.ts), one line each.
  */
-export async function loadRegistry(sql: Sql, fileText: string, source: string, options: ReadCatalogOptions): Promise<Registry> {
+export async function loadRegistry(
+  sql: Sql,
+  fileText: string,
+  source: string,
+  { warn, ...options }: ReadCatalogOptions & { readonly warn?: (line: string) => void },
+): Promise<Registry> {
   const file = parseCollectionsFile(fileText, source);
-  return registryOf(file, await readCatalog(sql, options), source);
+  return registryOf(file, await readCatalog(sql, options), source, warn);
 }
 
 /**
@@ -118,8 +143,9 @@ export function resolveRegistry(fileText: string, source: string, catalog: Catal
   return registryOf(parseCollectionsFile(fileText, source), catalog, source);
 }
 
-function registryOf(file: CollectionsFile, catalog: CatalogModel, source: string): Registry {
-  const { collections, problems } = resolveCollections(file, catalog, source);
+function registryOf(file: CollectionsFile, catalog: CatalogModel, source: string, warn?: (line: string) => void): Registry {
+  const { collections, problems, warnings } = resolveCollections(file, catalog, source);
   if (problems.length > 0) throw new CollectionsFileError(problems);
+  for (const line of warnings) warn?.(line);
   return createRegistry(collections.map(collectionOf));
 }

@@ -141,7 +141,12 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
   const directUrl = config.databaseDirectUrl ?? url;
   await checkDirect(directUrl, config.databaseDirectUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL');
   // What is served, first: a file that cannot be served stops start-up before anything is written anywhere.
-  const registry = await collectionsToServe(config, options.demo, { directUrl, readUrl: config.databaseReadUrl ?? url, log });
+  const registry = await collectionsToServe(config, options.demo, {
+    directUrl,
+    readUrl: config.databaseReadUrl ?? url,
+    log,
+    warn: (line) => logger.warn(line),
+  });
   // The service's state (its schema: keys, tiers, limiter, cursor secret) lives on the limiter databases when there
   // are any (LIMITER_DATABASE_URL), and the data database then gets nothing of it: its role needs only SELECT on
   // what is served (docs/how-to/limiter-databases.md). Without them, it lives on the data database.
@@ -217,7 +222,7 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
 async function collectionsToServe(
   config: Config,
   demo: Demo | undefined,
-  urls: { directUrl: string; readUrl: string; log: (line: string) => void },
+  urls: { directUrl: string; readUrl: string; log: (line: string) => void; warn: (line: string) => void },
 ): Promise<Registry> {
   const { collections } = config;
   if (collections.kind === 'demo') {
@@ -238,7 +243,8 @@ async function collectionsToServe(
   // prepare: false, as a transaction pooler needs; one catalog read, in one snapshot.
   const session = postgres(catalogUrl, { max: 1, onnotice: () => {}, prepare: false });
   try {
-    const registry = await loadRegistry(session, text, source, { serviceSchema: SERVICE_SCHEMA });
+    // What the file serves by default that it may not mean to (a column named as a secret, no columns list): a warning line each.
+    const registry = await loadRegistry(session, text, source, { serviceSchema: SERVICE_SCHEMA, warn: urls.warn });
     urls.log(`Serving ${[...registry.keys()].join(', ')} from ${source}`);
     return registry;
   } finally {

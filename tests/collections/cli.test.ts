@@ -86,7 +86,19 @@ t.test('init and check against a database', async (t) => {
       ].join('\n'),
     );
     const check = await run(['check', 'films.yaml'], env, dir);
-    t.same([check.code, check.stderr], [0, '']);
+    t.same(
+      [check.code, check.stderr],
+      [
+        0,
+        [
+          'Warning: collections file films.yaml, collection films: column secret is served, and its name says it holds a secret (secret): leave it out unless every client may read it',
+          'Warning: collections file films.yaml, collection payments: no columns list: it serves every column of shop.payments, and any column added to it from the next start on; list the columns to serve',
+          'Warning: collections file films.yaml, collection film_titles: no columns list: it serves every column of shop.film_titles, and any column added to it from the next start on; list the columns to serve',
+          '',
+        ].join('\n'),
+      ],
+      'served all the same, with a warning line for each column named as a secret and each collection without a columns list',
+    );
     t.equal(
       check.stdout,
       [
@@ -115,6 +127,93 @@ t.test('init and check against a database', async (t) => {
     );
   });
 
+  t.test('with row rules: which index serves each order and filter with the rule leading, and what to create', async (t) => {
+    await database.sql.unsafe(`
+      create schema saas;
+      create table saas.orders (
+        id bigint primary key,
+        tenant_id int not null,
+        created_at timestamptz not null,
+        status text not null,
+        code varchar(20),
+        note text
+      );
+      create index orders_tenant_idx on saas.orders (tenant_id, id);
+      create index orders_tenant_status_idx on saas.orders (tenant_id, status);
+      create index orders_created_idx on saas.orders (created_at, id);
+      analyze saas.orders;
+    `);
+    write(
+      'saas.yaml',
+      [
+        'collections:',
+        '  - relation: saas.orders',
+        '    columns: [id, created_at, status, code, note]',
+        '    variants: [cursor, time]',
+        '    timeColumn: created_at',
+        '    sort: [created_at]',
+        '    order: -created_at',
+        '    filters: { status: [eq, in], code: [eq, prefix], note: [prefix], id: [lt] }',
+        '    unindexedSorts: true',
+        '    access:',
+        '      rows: { tenant_id: org.tenant }',
+        '  - relation: saas.orders',
+        '    name: all-orders',
+        '    columns: [id, tenant_id, created_at]',
+        '    filters: { tenant_id: [eq] }',
+        '    access: { anonymous: false }',
+      ].join('\n'),
+    );
+    const check = await run(['check', 'saas.yaml'], env, dir);
+    t.same([check.code, check.stderr], [0, '']);
+    t.equal(
+      check.stdout,
+      [
+        'orders: saas.orders (table), key id (primary key), variants cursor (default), time',
+        '  rows: tenant_id = claim org.tenant (never read anonymously); every index below leads with tenant_id',
+        '  default order -created_at, -id: no index: every chunk reads and sorts the filtered rows, +1 unit',
+        '    create index on saas.orders (tenant_id, created_at, id);',
+        '  sort created_at: no index: every chunk reads and sorts the filtered rows, +1 unit',
+        '    create index on saas.orders (tenant_id, created_at, id);',
+        '  time variant by created_at: as the sort above',
+        '  filter status eq, in: index orders_tenant_status_idx',
+        '  filter code eq: no index leads with tenant_id, then it: each chunk tests rows along its order until its page is full, which the cost rule does not charge for',
+        '    create index on saas.orders (tenant_id, code);',
+        '  filter code prefix: no index of text_pattern_ops or the C collation leads with tenant_id, then it: each chunk tests rows along its order until its page is full, which the cost rule does not charge for',
+        '    create index on saas.orders (tenant_id, code varchar_pattern_ops);',
+        '  filter note prefix: no index of text_pattern_ops or the C collation leads with tenant_id, then it: each chunk tests rows along its order until its page is full, which the cost rule does not charge for',
+        '    create index on saas.orders (tenant_id, note text_pattern_ops);',
+        '  filter id lt: index orders_tenant_idx',
+        '  count: exact under 10000 filtered rows (estimated from there on), 1 unit per 5000 rows counted; a chunk costs 1 unit per 50 items',
+        'all-orders: saas.orders (table), key id (primary key), variants offset, page, cursor (default)',
+        '  rows: every row, to clients with credentials only (no anonymous reads)',
+        '  default order id: index orders_pkey; an offset costs 1 unit per 10000 rows skipped',
+        '  sort id: index orders_pkey; an offset costs 1 unit per 10000 rows skipped',
+        '  sort tenant_id: index orders_tenant_idx; an offset costs 1 unit per 1000 rows skipped',
+        '  sort created_at: index orders_created_idx; an offset costs 1 unit per 1000 rows skipped',
+        '  filter tenant_id eq: index orders_tenant_idx',
+        '  count: exact under 10000 filtered rows (estimated from there on), 1 unit per 5000 rows counted; a chunk costs 1 unit per 50 items',
+        'saas.yaml can be served: 2 collections',
+        '',
+      ].join('\n'),
+    );
+
+    write(
+      'saas-strict.yaml',
+      'collections:\n  - relation: saas.orders\n    columns: [id, created_at]\n    sort: [created_at]\n    access: { rows: { tenant_id: tenant } }\n',
+    );
+    const strict = await run(['check', 'saas-strict.yaml'], env, dir);
+    t.same(strict, {
+      code: 1,
+      stdout: '',
+      stderr: [
+        "Invalid collections file saas-strict.yaml, collection orders: sort by created_at: no btree index serves it with the row rule's tenant_id leading (tenant_id, then created_at, id); create index on saas.orders (tenant_id, created_at, id), or accept it with unindexedSorts: true",
+        'saas-strict.yaml cannot be served: 1 problem',
+        '',
+      ].join('\n'),
+    });
+  });
+
   t.test('a bad file: each problem one line naming file and collection, exit code 1', async (t) => {
     write(
       'bad.yaml',
@@ -134,6 +233,7 @@ t.test('init and check against a database', async (t) => {
     t.equal(
       check.stderr,
       [
+        'Warning: collections file bad.yaml, collection countries: no columns list: it serves every column of shop.countries, and any column added to it from the next start on; list the columns to serve',
         'Invalid collections file bad.yaml, collection films: column Title: no such column in shop.films (did you mean title?)',
         'Invalid collections file bad.yaml, collection films: sort by length_minutes: no btree index serves it (length_minutes, film_id); add one, or accept it with unindexedSorts: true',
         'Invalid collections file bad.yaml, collection film_titles: a view has no key the catalog knows: name its columns with key',

@@ -86,6 +86,35 @@ t.test('every problem is one line naming the file, the collection and the settin
   ]);
 });
 
+t.test('access: anonymous and rows, each problem one line', async (t) => {
+  const access = (text: string) =>
+    parseCollectionsFile(`collections: [{relation: shop.orders, access: ${text}}]`, 'c.yaml').collections[0]!.access;
+  t.same(access('{anonymous: false}'), { anonymous: false });
+  t.same(access('{rows: {tenant_id: tenant, region: app_metadata.region}}'), {
+    rows: { tenant_id: 'tenant', region: 'app_metadata.region' },
+  });
+  const line = (problem: string) => `Invalid collections file collections.yaml, collection orders: ${problem}`;
+  const cases: [string, string][] = [
+    ['yes', 'access must be an object of anonymous and rows'],
+    ['{anonymous: no}', 'access.anonymous must be true or false'],
+    ['{row: {tenant_id: tenant}}', 'access.row is not a setting'],
+    ['{rows: {}}', 'access.rows must name at least one column and its claim'],
+    ['{rows: [tenant_id]}', 'access.rows must map column names to claims (tenant_id: tenant)'],
+    ['{rows: tenant_id}', 'access.rows must map column names to claims (tenant_id: tenant)'],
+    ['{rows: {tenant_id: 5}}', 'access.rows.tenant_id must be a claim name, or a dotted path of them (app_metadata.tenant)'],
+  ];
+  for (const [text, problem] of cases) {
+    t.same(problems(`collections: [{relation: shop.orders, access: ${text}}]`), [line(problem)], text);
+  }
+  for (const path of ['', 'app_metadata.', '.tenant', 'a..b']) {
+    t.same(
+      problems(`collections: [{relation: shop.orders, access: {rows: {tenant_id: ${JSON.stringify(path)}}}}]`),
+      [line('access.rows.tenant_id must be a claim name, or a dotted path of them (app_metadata.tenant), no part empty')],
+      path,
+    );
+  }
+});
+
 t.test('relation names: schema-qualified or in public, any case, quoted where a part holds a dot or quote', async (t) => {
   t.same(parseRelationName('film'), { schema: 'public', name: 'film' });
   t.same(parseRelationName('Music.Album'), { schema: 'Music', name: 'Album' });

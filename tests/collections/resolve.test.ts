@@ -296,5 +296,204 @@ t.test('files against the fixture', async (t) => {
       'Invalid collections file collections.yaml, collection films: column secret: the role may not SELECT it; grant it, or leave it out',
     ]);
     t.same(only(seen, 'collections: [{relation: shop.films, columns: [film_id, title]}]').fields.length, 2);
+    t.same(problems(seen, 'collections: [{relation: shop.films, columns: [film_id, title], access: {rows: {rating: mood}}}]'), [
+      "Invalid collections file collections.yaml, collection films: access.rows column rating: the role may not SELECT it, which the rule's condition needs; grant it",
+    ]);
+    t.same(
+      only(catalog, 'collections: [{relation: shop.films, columns: [film_id, title], access: {rows: {rating: mood}}}]').order.index,
+      'films_rating_idx',
+      'with the grant: a rule on an enum, served by (rating, film_id)',
+    );
   });
+});
+
+t.test('access: row rules, and the indexes that serve a collection with them', async (t) => {
+  const database = await testDatabase(t);
+  await database.sql.unsafe(`
+    create schema saas;
+    create table saas.orders (
+      tenant_id int not null,
+      id bigint not null,
+      created_at timestamptz not null,
+      status text not null,
+      total numeric(10, 2),
+      primary key (tenant_id, id)
+    );
+    create index orders_tenant_created_idx on saas.orders (tenant_id, created_at, id);
+    -- Ends with the key (tenant_id, id): serves a sort by created_at over every tenant, not within one.
+    create index orders_created_idx on saas.orders (created_at, tenant_id, id);
+    create table saas.events (
+      id bigint primary key,
+      tenant_id uuid not null,
+      org text,
+      "Region" text,
+      at timestamptz not null,
+      kind text,
+      payload jsonb,
+      flag boolean
+    );
+    create index events_tenant_idx on saas.events (tenant_id);
+    create index events_kind_idx on saas.events (kind, id);
+    create index events_org_tenant_idx on saas.events (org, tenant_id, id);
+    create index events_org_tenant_kind_idx on saas.events (tenant_id, org, kind);
+  `);
+  const catalog = await readCatalog(database.sql, { schemas: ['saas'], serviceSchema: 'service' });
+  const line = (collection: string, problem: string) => `Invalid collections file collections.yaml, collection ${collection}: ${problem}`;
+
+  t.test('without access: everyone reads every row', async (t) => {
+    t.same(only(catalog, 'collections: [{relation: saas.orders}]').access, { anonymous: true, rows: [] });
+    t.same(only(catalog, 'collections: [{relation: saas.orders, access: {anonymous: false}}]').access, { anonymous: false, rows: [] });
+    t.equal(
+      only(catalog, 'collections: [{relation: saas.orders, sort: [created_at]}]').sorts.created_at?.index,
+      'orders_created_idx',
+      'over every tenant, the index that ends with the key',
+    );
+  });
+
+  t.test('a rule on a served column: the catalog column and the claim path; orders served with it leading', async (t) => {
+    const orders = only(
+      catalog,
+      'collections: [{relation: saas.orders, sort: [created_at], access: {rows: {tenant_id: app_metadata.tenant}}}]',
+    );
+    t.equal(orders.access.anonymous, false, 'never read anonymously');
+    t.same(
+      orders.access.rows.map((rule) => [rule.column.name, rule.column.type.name, rule.claim]),
+      [['tenant_id', 'int4', ['app_metadata', 'tenant']]],
+    );
+    t.equal(orders.access.rows[0]!.column, catalog.relations.find((r) => r.name === 'orders')!.columns[0], 'the catalog column');
+    t.equal(orders.order.index, 'orders_pkey', 'the key (tenant_id, id): one tenant in key order');
+    t.equal(orders.sorts.created_at?.index, 'orders_tenant_created_idx', 'tenant_id leading, then created_at and the key');
+    t.same(orders.cost.indexed, { tenant_id: 10_000, created_at: 1_000 }, "a tenant's read priced by the index that serves it");
+  });
+
+  t.test('a rule on a column not served; no index with it leading: a problem that says what to create', async (t) => {
+    const file = (settings: string) => `collections: [{relation: saas.events, columns: [id, at, kind], ${settings}}]`;
+    t.same(problems(catalog, file('access: {rows: {tenant_id: tenant}}')), [
+      line(
+        'events',
+        "the default order: no btree index serves it with the row rule's tenant_id leading (tenant_id, then id); create index on saas.events (tenant_id, id), or accept it with unindexedSorts: true",
+      ),
+    ]);
+    t.same(problems(catalog, file('order: [-at, kind], access: {rows: {tenant_id: tenant}}')), [
+      line(
+        'events',
+        "the default order: no btree index serves it with the row rule's tenant_id leading (tenant_id, then -at, kind, id); create index on saas.events (tenant_id, at, kind desc, id desc), or accept it with unindexedSorts: true",
+      ),
+    ]);
+    t.same(problems(catalog, file('variants: [time], timeColumn: at, sort: [kind], access: {rows: {tenant_id: tenant}}')), [
+      line(
+        'events',
+        "sort by kind: no btree index serves it with the row rule's tenant_id leading (tenant_id, then kind, id); create index on saas.events (tenant_id, kind, id), or accept it with unindexedSorts: true",
+      ),
+      line(
+        'events',
+        "the default order: no btree index serves it with the row rule's tenant_id leading (tenant_id, then id); create index on saas.events (tenant_id, id), or accept it with unindexedSorts: true",
+      ),
+      line(
+        'events',
+        "the time variant's order by at: no btree index serves it with the row rule's tenant_id leading (tenant_id, then at, id); create index on saas.events (tenant_id, at, id), or accept it with unindexedSorts: true",
+      ),
+    ]);
+    t.same(
+      problems(catalog, file('sort: [kind]')),
+      [],
+      'without the rule, events_kind_idx serves kind and the primary key the default order',
+    );
+    const events = only(catalog, file('unindexedSorts: true, access: {rows: {tenant_id: tenant}}'));
+    t.same(
+      events.fields.map((field) => field.name),
+      ['id', 'at', 'kind'],
+      'tenant_id is not served',
+    );
+    t.same(
+      events.access.rows.map((rule) => [rule.column.name, rule.claim]),
+      [['tenant_id', ['tenant']]],
+    );
+    t.equal(events.order.index, undefined);
+    t.same(events.cost.indexed, {}, 'no index serves a tenant: every order priced as unindexed');
+    t.same(events.filters, {}, 'no index leads with tenant_id, then a served column');
+    t.same(Object.keys(only(catalog, file('')).filters), ['id', 'kind'], 'without the rule: eq on the columns that lead an index');
+  });
+
+  t.test('two rule columns: an index leading with both, in either order', async (t) => {
+    for (const rows of ['{org: org, tenant_id: tenant}', '{tenant_id: tenant, org: org}']) {
+      const events = only(catalog, `collections: [{relation: saas.events, columns: [id, org, kind], access: {rows: ${rows}}}]`);
+      t.equal(events.order.index, 'events_org_tenant_idx', rows);
+      t.same(events.filters, { id: ['eq'], org: ['eq'], kind: ['eq'] }, `${rows}: eq on a rule column, and on id and kind after both`);
+      t.same(
+        events.access.rows.map((rule) => rule.column.name),
+        rows.startsWith('{org') ? ['org', 'tenant_id'] : ['tenant_id', 'org'],
+      );
+    }
+  });
+
+  t.test('bad rules: one line each', async (t) => {
+    const cases: [string, string[]][] = [
+      ['{rows: {tenant: tenant}}', [line('events', 'access.rows column tenant: no such column in saas.events')]],
+      ['{rows: {region: tenant}}', [line('events', 'access.rows column region: no such column in saas.events (did you mean Region?)')]],
+      [
+        '{rows: {payload: tenant}}',
+        [
+          line(
+            'events',
+            "access.rows column payload is of type jsonb, which no claim can equal: a row rule's column is text, a number, a uuid or an enum",
+          ),
+        ],
+      ],
+      [
+        '{rows: {flag: tenant, at: tenant}}',
+        [
+          line(
+            'events',
+            "access.rows column flag is of type boolean, which no claim can equal: a row rule's column is text, a number, a uuid or an enum",
+          ),
+          line(
+            'events',
+            "access.rows column at is of type timestamp with time zone, which no claim can equal: a row rule's column is text, a number, a uuid or an enum",
+          ),
+        ],
+      ],
+      [
+        '{anonymous: true, rows: {org: org, tenant_id: tenant}}',
+        [
+          line(
+            'events',
+            'access.anonymous is true beside access.rows: a collection with rows is never read anonymously; leave anonymous out',
+          ),
+        ],
+      ],
+    ];
+    for (const [access, expected] of cases) {
+      t.same(problems(catalog, `collections: [{relation: saas.events, unindexedSorts: true, access: ${access}}]`), expected, access);
+    }
+  });
+});
+
+t.test('warnings: a served column named as a secret, a collection without a columns list', async (t) => {
+  const database = await testDatabase(t);
+  await database.sql.unsafe(`
+    create table public.users (
+      id int primary key,
+      email text not null,
+      password_hash text,
+      "apiToken" uuid,
+      tokens_used int,
+      password_changed_at timestamptz
+    );
+  `);
+  const catalog = await readCatalog(database.sql, { schemas: ['public'], serviceSchema: 'service' });
+  const warning = (text: string) => `Warning: collections file collections.yaml, collection users: ${text}`;
+  t.same(resolve(catalog, 'collections: [{relation: public.users}]').warnings, [
+    warning(
+      'no columns list: it serves every column of public.users, and any column added to it from the next start on; list the columns to serve',
+    ),
+    warning('column password_hash is served, and its name says it holds a secret (password): leave it out unless every client may read it'),
+    warning('column apiToken is served, and its name says it holds a secret (token): leave it out unless every client may read it'),
+  ]);
+  t.same(resolve(catalog, 'collections: [{relation: public.users, columns: [id, email, tokens_used, password_changed_at]}]').warnings, []);
+  t.same(
+    resolve(catalog, 'collections: [{relation: public.users, columns: [id, nope]}]').warnings,
+    [],
+    'none for a collection that cannot be served',
+  );
 });
