@@ -91,9 +91,12 @@ export function sortable(kind: ValueKind): boolean {
 }
 
 /**
- * Whether a row rule's column can be of the kind: one a claim (a JSON string or number) can equal, as an `eq`
- * filter's value does (text, numbers, uuid, enums); not booleans, times, documents or arrays, which identify no one.
+ * Whether a row rule's column can be of the type: one a claim (a JSON string or number) can equal exactly, as an
+ * `eq` filter's value does: text, an integer, a numeric, a uuid, an enum. Not a float, whose equality is
+ * inexact, nor booleans, times, documents or arrays, which identify no one.
  */
-export function equalsClaim(kind: ValueKind): boolean {
-  return ['integer', 'decimal', 'text', 'uuid', 'enum'].includes(kind);
+export function equalsClaim(type: ColumnType): boolean {
+  const kind = valueKind(type);
+  if (kind === 'decimal') return type.name === 'numeric';
+  return kind !== undefined && ['integer', 'text', 'uuid', 'enum'].includes(kind);
 }

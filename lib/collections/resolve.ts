@@ -262,10 +262,9 @@ function resolveAccess(
   for (const [name, claim] of Object.entries(entry.access?.rows ?? {})) {
     const found = column(name, 'access.rows column');
     if (!found) continue;
-    const kind = valueKind(found.type);
-    if (kind === undefined || !equalsClaim(kind)) {
+    if (!equalsClaim(found.type)) {
       report(
-        `access.rows column ${name} is of type ${found.type.formatted}, which no claim can equal: a row rule's column is text, a number, a uuid or an enum`,
+        `access.rows column ${name} is of type ${found.type.formatted}, which no claim can equal: a row rule's column is text, an integer, a numeric, a uuid or an enum`,
       );
     } else if (!found.selectable) {
       report(`access.rows column ${name}: the role may not SELECT it, which the rule's condition needs; grant it`);

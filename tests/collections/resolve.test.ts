@@ -330,7 +330,8 @@ t.test('access: row rules, and the indexes that serve a collection with them', a
       at timestamptz not null,
       kind text,
       payload jsonb,
-      flag boolean
+      flag boolean,
+      score double precision
     );
     create index events_tenant_idx on saas.events (tenant_id);
     create index events_kind_idx on saas.events (kind, id);
@@ -436,7 +437,7 @@ t.test('access: row rules, and the indexes that serve a collection with them', a
         [
           line(
             'events',
-            "access.rows column payload is of type jsonb, which no claim can equal: a row rule's column is text, a number, a uuid or an enum",
+            "access.rows column payload is of type jsonb, which no claim can equal: a row rule's column is text, an integer, a numeric, a uuid or an enum",
           ),
         ],
       ],
@@ -445,11 +446,20 @@ t.test('access: row rules, and the indexes that serve a collection with them', a
         [
           line(
             'events',
-            "access.rows column flag is of type boolean, which no claim can equal: a row rule's column is text, a number, a uuid or an enum",
+            "access.rows column flag is of type boolean, which no claim can equal: a row rule's column is text, an integer, a numeric, a uuid or an enum",
           ),
           line(
             'events',
-            "access.rows column at is of type timestamp with time zone, which no claim can equal: a row rule's column is text, a number, a uuid or an enum",
+            "access.rows column at is of type timestamp with time zone, which no claim can equal: a row rule's column is text, an integer, a numeric, a uuid or an enum",
+          ),
+        ],
+      ],
+      [
+        '{rows: {score: tenant}}',
+        [
+          line(
+            'events',
+            "access.rows column score is of type double precision, which no claim can equal: a row rule's column is text, an integer, a numeric, a uuid or an enum",
           ),
         ],
       ],
