@@ -25,7 +25,7 @@ export const PUBLIC_SCHEMA_RELEASE = '4c0d917';
  * The last release before keys had scopes and claims (issue 46): migrations 0000 and 0001 in the service's schema,
  * and its functions, rate_decide returning no key_collections or key_claims.
  */
-export const SERVICE_SCHEMA_RELEASE = '38a54e6';
+const SERVICE_SCHEMA_RELEASE = '38a54e6';
 
 interface Teardown {
   teardown(fn: () => unknown): void;

@@ -15,7 +15,7 @@ import { apiKeys } from '../../db/schema.ts';
 import { hashKey } from '../../lib/ratelimit/identity.ts';
 import { keyStore, syncKeysAndTiers } from '../../lib/ratelimit/key-store.ts';
 import { issueKey } from '../../lib/ratelimit/keys.ts';
-import { type Decision, databaseLimiter } from '../../lib/ratelimit/limiter.ts';
+import { type Decision, databaseLimiter, type KeyScope } from '../../lib/ratelimit/limiter.ts';
 import { ADMIN_TOKEN, type TestApp, testApp } from '../helpers/app.ts';
 import { emptyDatabase, scratchSession } from '../helpers/db.ts';
 import { migrateAsPublicSchemaRelease, migrateAsServiceSchemaRelease } from '../helpers/earlier-release.ts';
@@ -400,11 +400,8 @@ t.test('keys of earlier releases read every collection, with no claims, after th
     const database = openDatabase(url, { max: 1 });
     t.teardown(() => database.close());
     const decision = await databaseLimiter(database.limiter, 0).decide(input(key));
-    t.same(
-      scoped(decision),
-      { outcome: 'ok', tier: 'free', keyId: id, scope: { collections: undefined, claims: {} } },
-      `${release}: decided`,
-    );
+    const everyCollection: KeyScope = { collections: undefined, claims: {} };
+    t.same(scoped(decision), { outcome: 'ok', tier: 'free', keyId: id, scope: everyCollection }, `${release}: decided`);
     if (running) {
       t.same(
         scoped(await running.decide(input(key))),
