@@ -127,6 +127,8 @@ t.test('every bad field of a key body is a 400 naming it; nothing refused is wri
   const tooMany = Array.from({ length: 1001 }, (_, i) => `c${i}`);
   const thousand = Array.from({ length: 1000 }, (_, i) => `c${i}`);
   const claimOf = (bytes: number) => ({ c: 'x'.repeat(bytes - 8) }); // {"c":"…"}: 8 bytes and the text
+  /** Claims whose innermost array is `levels` below the claims object. */
+  const nested = (levels: number) => ({ a: JSON.parse(`${'['.repeat(levels)}${']'.repeat(levels)}`) });
   // Both routes take the same collections and claims.
   const fields: [unknown, string[], RegExp?][] = [
     [{ collections: ['nope'] }, ['collections'], /names no collection: nope/],
@@ -147,6 +149,7 @@ t.test('every bad field of a key body is a 400 naming it; nothing refused is wri
     [{ claims: { tenant: ['\ud800'] } }, ['claims'], /surrogate/],
     [{ claims: { nested: { deeper: 'x\udc00' } } }, ['claims'], /surrogate/],
     [{ claims: claimOf(4097) }, ['claims'], /4096 bytes/],
+    [{ claims: nested(32) }, ['claims'], /at most 32 levels deep/],
     [{ claims: { tenant: 1 }, burst: 1 }, ['burst']],
     [{ tier: 'platinum' }, ['tier'], /names no tier: platinum/],
     [{ tier: 'Pro!' }, ['tier']],
@@ -167,6 +170,9 @@ t.test('every bad field of a key body is a 400 naming it; nothing refused is wri
     ['POST', '/admin/keys', { tier: 'free', id: 'key_mine' }, ['id']],
     ['POST', '/admin/keys', '{"tier": "free", "claims": {"n": 1e999}}', ['claims'], /out of range/],
     ['POST', '/admin/keys', '{"tier": "free", "__proto__": {"tier": "pro"}}', ['__proto__']],
+    // Thousands of levels, well within the body's 64 KiB: refused by their depth, not by an overflowing stack.
+    ['POST', '/admin/keys', `{"tier": "free", "claims": {"a": ${'['.repeat(30_000)}${']'.repeat(30_000)}}}`, ['claims'], /deep/],
+    ['POST', '/admin/keys', `{"tier": "free", "claims": {"a": ${'{"b":'.repeat(10_000)}1${'}'.repeat(10_000)}}}`, ['claims'], /deep/],
     ['POST', '/admin/keys', 'not json', ['body']],
     ['POST', '/admin/keys', '[1]', ['body']],
     ['POST', '/admin/keys', '', ['body']],
@@ -192,8 +198,11 @@ t.test('every bad field of a key body is a 400 naming it; nothing refused is wri
   const exact = await admin(api, 'POST', '/admin/keys', { tier: 'free', claims: claimOf(4096) });
   t.equal(exact.status, 201, '4096 bytes of claims are taken');
   t.same((await exact.json()).claims, claimOf(4096));
+  const deep = await admin(api, 'POST', '/admin/keys', { tier: 'free', claims: nested(31) });
+  t.equal(deep.status, 201, '31 levels of nesting are taken');
+  t.same((await deep.json()).claims, nested(31));
   const names = await api.database.sql`select id from paginated_collections.api_keys order by id`;
-  t.equal(names.length, 2, 'no refused body issued a key');
+  t.equal(names.length, 3, 'no refused body issued a key');
   const { key: _, ...view } = issued;
   t.same(await (await admin(api, 'GET', `/admin/keys/${issued.id}`)).json(), view, 'no refused body changed the key');
   const byName = await admin(api, 'PATCH', `/admin/keys/${issued.id}`, '{"claims": {"constructor": 1, "__proto__": 2, "toString": "x"}}');
