@@ -11,7 +11,16 @@ import { parseCollectionsFile } from '../collections/parse.ts';
 import { CollectionsFileError } from '../collections/problems.ts';
 import { resolveCollections } from '../collections/resolve.ts';
 import type { CollectionsFile } from '../collections/schema.ts';
-import { type Collection, type CostRule, createRegistry, type Field, type Registry, type RowRule, type SortKey } from './registry.ts';
+import {
+  type Collection,
+  type CollectionAccess,
+  type CostRule,
+  createRegistry,
+  type Field,
+  type Registry,
+  type RowRule,
+  type SortKey,
+} from './registry.ts';
 import { sortParam, withTieBreaker } from './sort.ts';
 import { runtimeValueType } from './values.ts';
 
@@ -91,7 +100,7 @@ export function collectionOf(resolved: ResolvedCollection): Collection {
     cost: costRuleOf(resolved, fieldOf),
     countThreshold: resolved.countThreshold,
     selection,
-    access: Object.freeze({ anonymous: resolved.access.anonymous, rows }),
+    access: Object.freeze<CollectionAccess>({ anonymous: resolved.access.anonymous, rows }),
   });
 }
 
