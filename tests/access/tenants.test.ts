@@ -6,6 +6,7 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import t from 'tap';
+import { createClient } from '../../client/index.ts';
 import { ADMIN_TOKEN, pathOf, type TestApp, testApp } from '../helpers/app.ts';
 import { makeScratch, registryAhead } from '../helpers/collections.ts';
 import { followNext } from '../helpers/walk.ts';
@@ -306,4 +307,42 @@ t.test('identical requests at once share a statement only with clients whose row
     t.equal(answers[at]!.status, 200);
     t.same(ids([answers[at]!.body]), await expected(api, tenant), `tenant ${tenant}, asking beside the others: its rows`);
   }
+});
+
+t.test('the typed client reads a tenant’s rows with a key or a token, a token function asked before each request', async (t) => {
+  const api = await tenantApp(t);
+  const fetch = (input: string | URL | Request, init?: RequestInit) =>
+    api.request(String(input).replace('http://test.local', ''), init as RequestInit & { address?: string });
+  const walk = async (client: ReturnType<typeof createClient>) => {
+    const seen: number[] = [];
+    for await (const item of client.list('orders' as never, { 'page-size': 10 } as never)) seen.push((item as { id: number }).id);
+    return seen;
+  };
+  t.same(
+    await walk(createClient({ baseUrl: 'http://test.local', apiKey: await keyFor(api, { tenant: 2 }), fetch })),
+    await expected(api, 2),
+  );
+  let asked = 0;
+  const token = () => {
+    asked++;
+    return tokenFor({ tenant: 1 });
+  };
+  t.same(await walk(createClient({ baseUrl: 'http://test.local', token, fetch })), await expected(api, 1));
+  t.equal(asked, Math.ceil(ROWS[1] / 10), 'the token function, once a chunk');
+  t.throws(() => createClient({ baseUrl: 'http://test.local', apiKey: 'pck_x', token: 'y' }), TypeError);
+});
+
+t.test('a key set that cannot be fetched is a 503, not a 401, and charges nothing', async (t) => {
+  const registry = await registryAhead(t, DDL, FILE);
+  // Nothing listens on port 9 of the loopback: every fetch of the key set fails at once.
+  const api = await testApp(t, { registry, rateLimit: true, env: { JWT_JWKS_URL: 'http://127.0.0.1:9/jwks.json' } });
+  await seed(api);
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const token = `${part({ alg: 'RS256', kid: 'k1' })}.${part({ sub: 'u', tenant: 1, exp: Math.floor(Date.now() / 1000) + 60 })}.c2ln`;
+  const res = await api.request('/v1/orders', { headers: bearer(token) });
+  t.equal(res.status, 503);
+  t.equal(((await res.json()) as { code: string }).code, 'unavailable');
+  t.ok(Number(res.headers.get('retry-after')) >= 1, 'with Retry-After');
+  const open = await api.request('/v1/directory', { address: '198.51.100.99' });
+  t.equal(open.status, 200, 'anonymous reads go on');
 });
