@@ -96,9 +96,23 @@ export function rowScope(collection: Collection, principal: Principal): RowScope
   }
   filters.sort(byFilterOrder);
   const key = JSON.stringify(filters.map((filter) => [filter.field, filter.values]));
-  // What cursors carry of the scope: a digest, so that a claim of many values does not lengthen every link.
-  const rowsDigest = createHash('sha256').update(key).digest('base64url').slice(0, 22);
-  return { filters: filters.map((filter) => ({ ...filter, rows: rowsDigest })), key, scattered };
+  const rows = digestOf(key);
+  return { filters: filters.map((filter) => ({ ...filter, rows })), key, scattered };
+}
+
+/** The digests of the scopes seen lately: a client asks again and again with the same claims. */
+const digests = new Map<string, string>();
+const DIGESTS_KEPT = 10_000;
+
+/** What cursors carry of a scope: a digest, so that a claim of many values does not lengthen every link. */
+function digestOf(key: string): string {
+  let digest = digests.get(key);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(key).digest('base64url').slice(0, 22);
+    if (digests.size >= DIGESTS_KEPT) digests.clear();
+    digests.set(key, digest);
+  }
+  return digest;
 }
 
 /** Whether `principal` may read `collection` at all: what the index lists (docs/reference/api.md, "Collections"). */
