@@ -96,8 +96,8 @@ export function rowScope(collection: Collection, principal: Principal): RowScope
   }
   filters.sort(byFilterOrder);
   const key = JSON.stringify(filters.map((filter) => [filter.field, filter.values]));
-  const rows = digestOf(key);
-  return { filters: filters.map((filter) => ({ ...filter, rows })), key, scattered };
+  const digest = digestOf(key);
+  return { filters: filters.map((filter) => ({ ...filter, rows: digest })), key, scattered };
 }
 
 /** The digests of the scopes seen lately: a client asks again and again with the same claims. */
