@@ -65,9 +65,11 @@ class CollectionCharge implements Charge {
     this.preparer = preparer;
   }
 
-  readonly settle = (counted: number | undefined): number => this.extra + countSettlement(this.prepared.price, counted);
+  settle(counted: number | undefined): number {
+    return this.extra + countSettlement(this.prepared.price, counted);
+  }
 
-  readonly complete = (principal: Principal): number | Promise<number> => {
+  complete(principal: Principal): number | Promise<number> {
     if (this.prepared.kind === 'refused') return 0;
     const bound = this.preparer.bind(this.prepared, principal);
     this.prepared = bound;
@@ -79,7 +81,7 @@ class CollectionCharge implements Charge {
     // A number when the estimate is kept: the request waits for no more turns of the event loop than its statements take.
     if (typeof planned === 'number') return added + withEstimate(bound, planned);
     return withTimeout(planned, this.reads.queryDeadlineMs).then((estimate) => added + withEstimate(bound, estimate));
-  };
+  }
 }
 
 /**
