@@ -3,7 +3,7 @@ import { Document, isSeq, visit } from 'yaml';
 import { type CatalogModel, type Column, listedRelations, qualifiedName, type Relation } from '../catalog/model.ts';
 import { JSON_SCHEMA_PATH } from './json-schema.ts';
 import { operatorsFor, servedByDefault, sortable, valueKind } from './kinds.ts';
-import { FIELD_NAME, PARAMETER_NAMES } from './names.ts';
+import { camelCase, FIELD_NAME, PARAMETER_NAMES } from './names.ts';
 import { servingIndex, withKey } from './orders.ts';
 import { secretInName } from './safe-defaults.ts';
 
@@ -13,12 +13,13 @@ export interface InitOptions {
 }
 
 /**
- * The file `npm run collections -- init` prints, which the service serves as it is: every table with a
- * usable key, with its columns of supported types the role may read, named as they are, each listed (the
- * columns served then change only with the file) but those whose names say they hold a secret; as sort keys, the
- * columns whose order an index serves; as equality filters, the columns that lead a btree index; offset,
- * page and cursor, cursor by default. Each view follows commented out, with a placeholder key to check.
- * What it leaves out it says in comments.
+ * The file `npm run collections -- init` prints, which the service serves as it is: every table with a usable key, with
+ * its columns of supported types the role may read, named as they are, each listed (the columns served then change
+ * only with the file) but those whose names say they hold a secret; as sort keys, the columns whose order an index
+ * serves; as equality filters, the columns that lead a btree index; offset, page and cursor, cursor by default. Views,
+ * and tables without a key, follow commented out: init guesses no key (a guessed one that two rows share serves some
+ * rows twice and others never), so an entry has a key only where a unique index gives one, and otherwise says to add
+ * one. What it leaves out it says in comments.
  */
 export function initFile(catalog: CatalogModel, options: InitOptions = {}): string {
   const lines = [
@@ -27,30 +28,58 @@ export function initFile(catalog: CatalogModel, options: InitOptions = {}): stri
     'collections:',
   ];
   const names = new Set<string>();
-  const views: string[] = [];
+  const pending: string[] = [];
+  let served = 0;
   for (const relation of listedRelations(catalog)) {
     const isView = relation.kind === 'view' || relation.kind === 'materialized view';
     const entry = isView ? viewEntry(relation, names) : tableEntry(relation, names);
     if (typeof entry === 'string') lines.push(`  # ${qualifiedName(relation)} left out: ${entry}`);
-    else if (isView) views.push(...entry.map((line) => `  # ${line}`));
-    else lines.push(...entry.map((line) => `  ${line}`));
+    else if (entry.commented) pending.push(...entry.lines.map((line) => `  # ${line}`));
+    else {
+      lines.push(...entry.lines.map((line) => `  ${line}`));
+      served += 1;
+    }
   }
-  if (views.length > 0) {
+  if (pending.length > 0) {
     lines.push(
-      '  # Views have no key the catalog knows, nor indexes of their own: check the key (the columns that identify',
-      '  # a row), then uncomment.',
-      ...views,
+      '  # Views, whose keys the catalog does not know but from a unique index, and tables without a key: where an entry',
+      '  # has no key, add one (key: [the columns that identify a row: no two rows share them, none is NULL]); check tests',
+      '  # it. Then uncomment.',
+      ...pending,
     );
   }
-  if (names.size === 0) lines.push('  []');
+  if (served === 0) lines.push('  []');
   return `${lines.join('\n')}\n`;
 }
 
-/** A table's entry as YAML lines, or why it is left out. */
-function tableEntry(relation: Relation, names: Set<string>): string[] | string {
+/** An entry's YAML lines, and whether they are to be commented out (a view, or a relation without a key). */
+interface Entry {
+  readonly lines: string[];
+  readonly commented: boolean;
+}
+
+/** What init says where it finds no key to write. */
+const NO_KEY = 'add key: [the columns that identify a row], then uncomment';
+
+/** A table's entry, or why it is left out: commented out, without sorts, when the table has no key. */
+function tableEntry(relation: Relation, names: Set<string>): Entry | string {
   const key = relation.primaryKey ?? relation.uniqueKeys[0];
-  if (!key) return 'no primary key nor unique key over NOT NULL columns';
   const { columns, notes } = servedColumns(relation);
+  if (!key) {
+    const nullable = relation.indexes.find((index) => index.unique && !index.partial && index.columns.every((c) => c.column !== undefined));
+    const why = nullable
+      ? `no primary key nor unique key over NOT NULL columns (${nullable.name} is unique, but allows NULLs)`
+      : 'no primary key nor unique key over NOT NULL columns';
+    if (columns.length === 0) return `${why}, and no column it could serve`;
+    const entry = {
+      relation: qualifiedName(relation),
+      ...nameOf(relation, names),
+      columns: columns.map((column) => column.name),
+      variants: ['offset', 'page', 'cursor'],
+      defaultVariant: 'cursor',
+    };
+    return { lines: [...entryLines(entry), `  # no key: ${why}; ${NO_KEY}`, ...notes.map((note) => `  # ${note}`)], commented: true };
+  }
   const missing = key.columns.find((name) => !columns.some((column) => column.name === name));
   if (missing !== undefined) return `its key column ${missing} cannot be served (${notes.join('; ') || 'its type'})`;
   const sort = columns
@@ -82,37 +111,35 @@ function tableEntry(relation: Relation, names: Set<string>): string[] | string {
     variants: ['offset', 'page', 'cursor'],
     defaultVariant: 'cursor',
   };
-  return [...entryLines(entry), ...notes.map((note) => `  # ${note}`)];
+  return { lines: [...entryLines(entry), ...notes.map((note) => `  # ${note}`)], commented: false };
 }
 
-/** A view's entry (to be commented out): its placeholder key a unique index's columns, or its first orderable column. */
-function viewEntry(relation: Relation, names: Set<string>): string[] | string {
+/**
+ * A view's entry, to be commented out: its key a whole unique index's columns (a materialized view's own), else none,
+ * with a note to add one. The catalog holds nothing else that says which columns identify a view's rows.
+ */
+function viewEntry(relation: Relation, names: Set<string>): Entry | string {
   const { columns, notes } = servedColumns(relation);
+  if (columns.length === 0) return 'no column it could serve';
   const served = (name: string | undefined) => columns.some((column) => column.name === name);
   const unique = relation.indexes.find((index) => index.unique && !index.partial && index.columns.every((c) => served(c.column)));
-  const placeholder =
-    unique?.columns.map((column) => column.column!) ??
-    columns
-      .filter((column) => sortable(valueKind(column.type)!))
-      .slice(0, 1)
-      .map((c) => c.name);
-  if (placeholder.length === 0) return 'no column it could be keyed by';
   const entry = {
     relation: qualifiedName(relation),
     ...nameOf(relation, names),
     columns: columns.map((column) => column.name),
-    key: placeholder,
+    ...(unique === undefined ? {} : { key: unique.columns.map((column) => column.column!) }),
     unindexedSorts: true,
     variants: ['offset', 'page', 'cursor'],
     defaultVariant: 'cursor',
   };
+  if (unique === undefined) notes.unshift(`no key: a ${relation.kind} has none the catalog knows; ${NO_KEY}`);
   if (!relation.populated) notes.push('not populated: REFRESH MATERIALIZED VIEW it before serving it');
-  return [...entryLines(entry), ...notes.map((note) => `  # ${note}`)];
+  return { lines: [...entryLines(entry), ...notes.map((note) => `  # ${note}`)], commented: true };
 }
 
 /**
  * The columns init serves, and a note for each column it leaves out: of a type not served, one the role may not
- * read, a name that is no parameter name, and a name that says it holds a secret (docs/reference/collections-file.md,
+ * read, a name that is no field name (with the `fields` entry that would serve it), and a name that says it holds a secret (docs/reference/collections-file.md,
  * "Safe defaults"), which is then no sort key nor filter either.
  */
 function servedColumns(relation: Relation): { columns: Column[]; notes: string[] } {
@@ -123,8 +150,7 @@ function servedColumns(relation: Relation): { columns: Column[]; notes: string[]
     if (!servedByDefault(kind))
       notes.push(`left out: ${column.name} (${column.type.formatted}, not served${kind === 'bytea' ? ' unless listed' : ''})`);
     else if (!column.selectable) notes.push(`left out: ${column.name} (the role may not SELECT it)`);
-    else if (!FIELD_NAME.test(column.name))
-      notes.push(`left out: ${JSON.stringify(column.name)} (no parameter name; serve it with fieldNames: camelCase)`);
+    else if (!FIELD_NAME.test(column.name)) notes.push(`left out: ${JSON.stringify(column.name)} (${noFieldName(column.name)})`);
     else {
       const secret = secretInName(column);
       if (secret === undefined) columns.push(column);
@@ -132,6 +158,13 @@ function servedColumns(relation: Relation): { columns: Column[]; notes: string[]
     }
   }
   return { columns, notes };
+}
+
+/** Why a column is no field as it is named, and the `fields` entry that serves it (its camelCase where that is a field name). */
+function noFieldName(name: string): string {
+  const camel = camelCase(name);
+  const field = FIELD_NAME.test(camel) ? camel : '<a name of ASCII letters, digits and _>';
+  return `no field name, which is ASCII letters, digits and _; serve it with fields: { ${JSON.stringify(name)}: ${field} }`;
 }
 
 /** `name` when the relation's own is no collection name, or is taken (the same name in two schemas). */

@@ -46,19 +46,26 @@ function closingQuote(text: string, from: number): number {
   return -1;
 }
 
-/** release_year as releaseYear, AlbumId as albumId, film_ID as filmId: words split at anything but letters and digits. */
+/**
+ * release_year as releaseYear, AlbumId as albumId, film_ID as filmId: words split at anything but letters and digits,
+ * of any script, each kept whole (Größe as größe, which FIELD_NAME then refuses: such a column is named with `fields`).
+ */
 export function camelCase(name: string): string {
-  const words = name.split(/[^A-Za-z0-9]+/).filter((word) => word !== '');
+  const words = name.split(/[^\p{L}\p{N}]+/u).filter((word) => word !== '');
   return words
     .map((word, at) => {
       const cased = word === word.toUpperCase() ? word.toLowerCase() : word;
-      const first = at === 0 ? cased[0]!.toLowerCase() : cased[0]!.toUpperCase();
-      return first + cased.slice(1);
+      const [first = '', ...rest] = [...cased];
+      return (at === 0 ? first.toLowerCase() : first.toUpperCase()) + rest.join('');
     })
     .join('');
 }
 
-/** What a field may be called: a query parameter names it bare (`title=`, `title[prefix]=`, `sort=-title`). */
+/**
+ * What a field may be called: a query parameter names it bare (`title=`, `title[prefix]=`, `sort=-title`), and so do
+ * the OpenAPI document's parameters and the typed client's names. ASCII only, so that each is written as it is in a
+ * URL, a link and a TypeScript name; a column named otherwise is served under a name of `fields`.
+ */
 export const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** What a collection may be called: its path under /v1. */

@@ -224,6 +224,12 @@ function resolveFields(
   const columns = entry.columns
     ? [...new Set(entry.columns)].map((name) => column(name, 'column')).filter((c) => c !== undefined)
     : relation.columns.filter((c) => servedByDefault(valueKind(c.type)));
+  // `fields` names single columns, over fieldNames; each must be one of the columns served.
+  const named = new Map(Object.entries(entry.fields ?? {}));
+  for (const name of named.keys()) {
+    if (column(name, 'fields column') && !columns.some((c) => c.name === name))
+      report(`fields column ${name} is not among the columns served`);
+  }
   for (const c of columns) {
     const kind = valueKind(c.type);
     if (kind === undefined) {
@@ -235,18 +241,30 @@ function resolveFields(
       report(`column ${c.name}: the role may not SELECT it; ${fix}`);
       continue;
     }
-    const name = entry.fieldNames === 'camelCase' ? camelCase(c.name) : c.name;
+    const given = named.get(c.name);
+    const name = given ?? (entry.fieldNames === 'camelCase' ? camelCase(c.name) : c.name);
     if (!FIELD_NAME.test(name)) {
-      report(
-        `column ${c.name} would be field ${JSON.stringify(name)}, not a parameter name (letters, digits, _): use fieldNames: camelCase, or leave it out`,
-      );
+      report(noFieldName(c.name, name, entry.fieldNames === 'camelCase'));
       continue;
     }
     const same = fields.find((field) => field.name === name);
-    if (same) report(`columns ${same.column.name} and ${c.name} would both be field ${name}`);
+    if (same) report(`columns ${same.column.name} and ${c.name} would both be field ${name}: name one of them with fields`);
     else fields.push({ name, column: c, kind });
   }
   return fields;
+}
+
+/**
+ * The problem of a column whose field would be no field name (ASCII: lib/collections/names.ts), with the way out:
+ * camelCase where it makes one, else a name of `fields`.
+ */
+function noFieldName(column: string, name: string, camel: boolean): string {
+  const problem = `column ${column} would be field ${JSON.stringify(name)}, no field name (an ASCII letter or _, then ASCII letters, digits and _)`;
+  const key = /^[\p{L}_][\p{L}\p{N}_]*$/u.test(column) ? column : JSON.stringify(column);
+  const camelCased = camelCase(column);
+  if (!camel && FIELD_NAME.test(camelCased))
+    return `${problem}: use fieldNames: camelCase (${camelCased}), name it with fields: { ${key}: … }, or leave it out`;
+  return `${problem}: name it with fields: { ${key}: … } (a field name of your choice), or leave it out`;
 }
 
 /**
@@ -371,7 +389,7 @@ function resolveFilters(
     }
     if (PARAMETER_NAMES.has(field.name)) {
       report(
-        `filter ${name}: field ${field.name} would be read as the query parameter ${field.name}; rename it with fieldNames or do not filter it`,
+        `filter ${name}: field ${field.name} would be read as the query parameter ${field.name}; rename it with fields or fieldNames, or do not filter it`,
       );
       continue;
     }

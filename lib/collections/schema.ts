@@ -1,6 +1,6 @@
 // The collections file's schema (docs/reference/collections-file.md): valibot, from which the file's types and its JSON Schema both come.
 import * as v from 'valibot';
-import { COLLECTION_NAME } from './names.ts';
+import { COLLECTION_NAME, FIELD_NAME } from './names.ts';
 
 /** The pagination variants a collection may offer (docs/reference/api.md, "Choosing the variant"). */
 const VARIANTS = ['offset', 'page', 'cursor', 'time'] as const;
@@ -20,6 +20,11 @@ const claimPath = v.pipe(
   v.string('must be a claim name, or a dotted path of them (app_metadata.tenant)'),
   v.regex(/^[^.]+(?:\.[^.]+)*$/, 'must be a claim name, or a dotted path of them (app_metadata.tenant), no part empty'),
 );
+/** A mapping, not a list: valibot's record reads a list as an object of its indexes. */
+const mapping = (message: string) =>
+  v.custom<Record<string, unknown>>((input) => typeof input === 'object' && input !== null && !Array.isArray(input), message);
+const FIELDS_MESSAGE = 'must map column names to field names (Größe: size)';
+const FIELD_NAME_MESSAGE = 'must be a field name: an ASCII letter or _, then ASCII letters, digits and _';
 const count = (minimum: number, what: string) =>
   v.pipe(v.number(what), v.integer(what), v.minValue(minimum, what), v.maxValue(Number.MAX_SAFE_INTEGER, what));
 
@@ -50,6 +55,16 @@ const collection = v.strictObject(
         v.picklist(FIELD_NAMES, 'must be asIs or camelCase'),
         v.description(
           'How items name the columns: asIs (default), or camelCase (release_year as releaseYear). Everything else in the file names columns as the catalog does.',
+        ),
+      ),
+    ),
+    fields: v.optional(
+      v.pipe(
+        mapping(FIELDS_MESSAGE),
+        v.record(columnName, v.pipe(v.string(FIELD_NAME_MESSAGE), v.regex(FIELD_NAME, FIELD_NAME_MESSAGE)), FIELDS_MESSAGE),
+        v.minEntries(1, 'must name at least one column and its field name'),
+        v.description(
+          'The field names of single columns, column: field (Größe: size), over fieldNames: for a column whose name, as it is or in camelCase, is no field name (a field name is ASCII), or to rename one. The columns must be served.',
         ),
       ),
     ),
@@ -121,11 +136,7 @@ const collection = v.strictObject(
             ),
             rows: v.optional(
               v.pipe(
-                // valibot's record reads a list as an object of its indexes: rows must be a mapping.
-                v.custom<Record<string, unknown>>(
-                  (input) => typeof input === 'object' && input !== null && !Array.isArray(input),
-                  'must map column names to claims (tenant_id: tenant)',
-                ),
+                mapping('must map column names to claims (tenant_id: tenant)'),
                 v.record(columnName, claimPath, 'must map column names to claims (tenant_id: tenant)'),
                 v.minEntries(1, 'must name at least one column and its claim'),
                 v.description(

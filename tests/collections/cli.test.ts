@@ -61,7 +61,11 @@ t.test('init and check against a database', async (t) => {
       init.stderr,
       'No table of schema loose has a usable key: the file lists no collection (its comments say why; --schema names others)\n',
     );
-    t.match(init.stdout, '  # loose.notes left out: no primary key nor unique key over NOT NULL columns\n');
+    t.match(
+      init.stdout,
+      '  # - relation: loose.notes\n  #   columns: [body]\n  #   variants: [offset, page, cursor]\n  #   defaultVariant: cursor\n' +
+        '  #   # no key: no primary key nor unique key over NOT NULL columns; add key: [the columns that identify a row], then uncomment\n  []\n',
+    );
   });
 
   t.test("check's report: the index serving each sort and filter, or what it costs without one", async (t) => {

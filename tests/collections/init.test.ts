@@ -1,4 +1,5 @@
-// init against the fixture: a starting file the service accepts as it is, with views commented out and what it leaves out said.
+// init against the fixture: a starting file the service accepts as it is, with views and tables without a key commented
+// out, no key guessed, and what it leaves out said.
 import t from 'tap';
 import type { CatalogModel } from '../../lib/catalog/model.ts';
 import { readCatalog } from '../../lib/catalog/read.ts';
@@ -41,7 +42,18 @@ t.test('init over the fixture', async (t) => {
       'no partitions, no views, not notes (no key)',
     );
     t.ok(text.startsWith('# yaml-language-server: $schema=docs/collections.schema.json\n'));
-    t.match(text, '  # shop.notes left out: no primary key nor unique key over NOT NULL columns');
+    t.match(
+      text,
+      [
+        '  # - relation: shop.notes',
+        '  #   columns: [body]',
+        '  #   variants: [offset, page, cursor]',
+        '  #   defaultVariant: cursor',
+        '  #   # no key: no primary key nor unique key over NOT NULL columns; add key: [the columns that identify a row], then uncomment',
+        '',
+      ].join('\n'),
+      'a table without a key: commented out, no key guessed, what to add said',
+    );
   });
 
   t.test("a table's entry: its columns as they are, sorts an index serves, eq on index-leading columns, cursor by default", async (t) => {
@@ -71,18 +83,47 @@ t.test('init over the fixture', async (t) => {
     t.match(text, `  - relation: '"Music"."Album"'\n    columns: [AlbumId, Title, ArtistId]\n    sort: [AlbumId, ArtistId]\n`);
   });
 
-  t.test('views are commented out with a placeholder key, and serve once uncommented', async (t) => {
+  t.test('views: a key only from a unique index, else none and what to add; served once the key is added', async (t) => {
     t.match(
       text,
-      '  # - relation: shop.film_titles\n  #   columns: [film_id, title, released]\n  #   key: [film_id]\n  #   unindexedSorts: true\n',
+      [
+        '  # - relation: shop.film_titles',
+        '  #   columns: [film_id, title, released]',
+        '  #   unindexedSorts: true',
+        '  #   variants: [offset, page, cursor]',
+        '  #   defaultVariant: cursor',
+        '  #   # no key: a view has none the catalog knows; add key: [the columns that identify a row], then uncomment',
+        '',
+      ].join('\n'),
     );
+    t.notMatch(text, /#\s+key: \[film_id\]/, 'no guessed key: film_id is only the first column');
+    // A materialized view's unique index is a key.
     t.match(text, '  # - relation: shop.film_counts\n  #   columns: [rating, films]\n  #   key: [rating]\n');
+    t.notMatch(text, 'no key: a materialized view', 'and its entry asks for none');
     const { collections, problems } = resolved(catalog, uncommented(text));
-    t.same(problems, []);
+    t.same(
+      problems,
+      [
+        'Invalid collections file init.yaml, collection film_titles: a view has no key the catalog knows: name its columns with key',
+        'Invalid collections file init.yaml, collection notes: it has no primary key nor unique key over NOT NULL columns: name one with key',
+      ],
+      'uncommented as they are, those without a key are refused',
+    );
     t.same(
       collections.filter((c) => c.relation.kind !== 'table' && c.relation.kind !== 'partitioned table').map((c) => c.name),
-      ['film_counts', 'film_titles'],
+      ['film_counts'],
     );
+    const keyed = uncommented(text).replace(
+      '    columns: [film_id, title, released]\n',
+      '    columns: [film_id, title, released]\n    key: [film_id]\n',
+    );
+    const added = resolved(catalog, keyed);
+    t.same(
+      added.problems,
+      ['Invalid collections file init.yaml, collection notes: it has no primary key nor unique key over NOT NULL columns: name one with key'],
+      'with a key added, the view is served',
+    );
+    t.ok(added.collections.some((c) => c.name === 'film_titles' && c.key.source === 'file'));
   });
 
   t.test('a materialized view not populated: its entry says to refresh it', async (t) => {

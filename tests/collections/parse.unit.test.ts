@@ -132,6 +132,28 @@ t.test('camelCase field names', async (t) => {
     ['ID', 'id'],
     ['last update', 'lastUpdate'],
     ['title', 'title'],
+    // Letters of any script are kept whole: such a field is then no field name (ASCII), which resolve refuses.
+    ['Größe', 'größe'],
+    ['Straße_Nr', 'straßeNr'],
+    ['ÄRGER', 'ärger'],
+    ['prix_€', 'prix'],
   ];
   for (const [column, field] of cases) t.equal(camelCase(column), field, column);
+});
+
+t.test('fields: column names to field names, each a field name', async (t) => {
+  const fields = (text: string) =>
+    parseCollectionsFile(`collections: [{relation: shop.films, fields: ${text}}]`, 'c.yaml').collections[0]!.fields;
+  t.same(fields('{Größe: size, "zip code": zip_code}'), { Größe: 'size', 'zip code': 'zip_code' });
+  const line = (problem: string) => `Invalid collections file collections.yaml, collection films: ${problem}`;
+  const cases: [string, string][] = [
+    ['[Größe]', 'fields must map column names to field names (Größe: size)'],
+    ['size', 'fields must map column names to field names (Größe: size)'],
+    ['{}', 'fields must name at least one column and its field name'],
+    ['{Größe: größe}', 'fields.Größe must be a field name: an ASCII letter or _, then ASCII letters, digits and _'],
+    ['{Größe: 9lives}', 'fields.Größe must be a field name: an ASCII letter or _, then ASCII letters, digits and _'],
+    ['{Größe: "a-b"}', 'fields.Größe must be a field name: an ASCII letter or _, then ASCII letters, digits and _'],
+    ['{Größe: 5}', 'fields.Größe must be a field name: an ASCII letter or _, then ASCII letters, digits and _'],
+  ];
+  for (const [text, problem] of cases) t.same(problems(`collections: [{relation: shop.films, fields: ${text}}]`), [line(problem)], text);
 });
