@@ -162,6 +162,8 @@ async function startServers(
 ): Promise<Map<string, RunningServer>> {
   const running = new Map<string, RunningServer>();
   for (const variant of variants.filter((server) => selected.some((scenario) => scenario.server === server.name))) {
+    const undo = await variant.prepare?.(database, log);
+    if (undo) resources.add(undo);
     log(`Starting server ${variant.name} (${variant.root ? `${variant.entry} in ${variant.root}` : variant.entry})`);
     const server = await startServer(variant, database.url, { allocations });
     resources.add(() => server.stop());

@@ -4,6 +4,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Sql } from 'postgres';
 import { freePort, type PortRange, stopProcess } from '../tests/helpers/processes.ts';
 import { type Runtime, runtimeCommand } from '../tests/helpers/servers.ts';
 import { waitFor } from '../tests/helpers/wait.ts';
@@ -29,6 +30,11 @@ export interface ServerVariant {
    * REDIS_URL, its rows skipped when no Redis answers, and Redis's CPU counted in its rows.
    */
   redis?: boolean;
+  /**
+   * Runs before the server is started, with the bench database and the bench's progress log: e.g. seed the
+   * tables it serves and write its collections file. What it returns is run when the bench stops.
+   */
+  prepare?: (database: { url: string; sql: Sql }, log: (line: string) => void) => Promise<(() => Promise<void>) | undefined>;
   /** Runs once the server is ready, before any scenario: e.g. configure it through its own API. */
   setup?: (origin: string) => Promise<void>;
 }

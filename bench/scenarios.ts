@@ -234,6 +234,13 @@ import { anotherPriceEach, limiterScenarios, limiterServers } from './limiter-sc
 servers.push(...limiterServers);
 scenarios.push(...limiterScenarios);
 
+// A tenant's chunk by a filter and a key, and through a row rule with keys with claims and with tokens
+// (bench/tenant-scenarios.ts): on a table and a server of their own.
+import { tenantComparisons, tenantScenarios, tenantServer } from './tenant-scenarios.ts';
+
+servers.push(tenantServer);
+scenarios.push(...tenantScenarios);
+
 /** The ratios printed below the table, with the targets they are held to; a row left out by --only skips its ratios. */
 export const comparisons: Comparison[] = [
   {
@@ -331,6 +338,7 @@ export const comparisons: Comparison[] = [
     to: 'first cursor chunk',
     target: { measure: 'time/req', atMost: 1.1 },
   },
+  ...tenantComparisons,
 ];
 
 /** Rows whose mean latency is held to a bound, in milliseconds. */
