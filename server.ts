@@ -16,12 +16,19 @@ function listen(server: Server, port: number): Promise<void> {
 }
 
 // Stop signals during start-up end the process at once; the embedded PostgreSQL, if one was started,
-// is stopped by its exit hook. Once serving, they drain first. SIGHUP: the terminal went away.
+// is stopped by its exit hook. Once serving, they drain first.
 let onStopSignal: (signal: NodeJS.Signals) => void = (signal) => {
   console.log(`${signal} during start-up: exiting`);
   process.exit(1);
 };
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, (received) => onStopSignal(received));
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, (received) => onStopSignal(received));
+// SIGHUP reads the collections file and the catalog again (docs/how-to/schema-changes.md); one during start-up, once
+// it has read them, is not lost.
+let onHangup = () => {
+  hungUp = true;
+};
+let hungUp = false;
+process.on('SIGHUP', () => onHangup());
 
 let draining = false;
 const { config, log, service } = await startEntry({ draining: () => draining, demo });
@@ -43,4 +50,6 @@ await listen(server, config.port).catch((error: unknown) => {
   return process.exit(1);
 });
 onStopSignal = shutdown;
+onHangup = () => service.reload('SIGHUP');
+if (hungUp) onHangup();
 log(`Listening on http://localhost:${config.port}/v1`);

@@ -11,8 +11,19 @@ import type { CollectionEntry, CollectionsFile, Operator, Variant } from './sche
 export interface Resolution {
   /** The collections without problems. */
   readonly collections: readonly Collection[];
-  /** Every problem, one line each (problemLine): the file is served only without any. */
+  /** Every problem, one line each (problemLine): `check` passes only without any. */
   readonly problems: readonly string[];
+  /**
+   * Of `problems`, those of the file itself, which it shows whatever the database holds (a name, a variant, a page
+   * size, a column named but not served): the service does not start, nor take a reload, with any.
+   */
+  readonly fileProblems: readonly string[];
+  /**
+   * The collections whose every problem is of the catalog (a relation, column, type, key, index or privilege that
+   * does not match the file, a materialized view not populated), by name, with their problems: the service serves
+   * the others and answers these 503 collection_unavailable until the catalog matches again.
+   */
+  readonly unavailable: ReadonlyMap<string, readonly string[]>;
   /** What the collections serve by default that the file may not mean to, one line each (safeDefaultWarnings). */
   readonly warnings: readonly string[];
 }
@@ -37,17 +48,29 @@ const RESERVED_NAMES = new Set(['keys']);
 export function resolveCollections(file: CollectionsFile, catalog: CatalogModel, source: string): Resolution {
   const collections: Collection[] = [];
   const problems: string[] = [];
+  const fileProblems: string[] = [];
+  const unavailable = new Map<string, string[]>();
   const names = new Set<string>();
   file.collections.forEach((entry, at) => {
     const found: string[] = [];
-    const collection = resolveEntry(entry, catalog, (problem) => found.push(problem));
+    let ofFile = 0;
+    const collection = resolveEntry(entry, catalog, (problem, of) => {
+      found.push(problem);
+      if (of === 'file') ofFile++;
+    });
     const label = collection?.name ?? entry.name ?? labelOf(entry, at);
-    if (collection && names.has(collection.name)) found.push(`the name ${collection.name} is taken by an earlier collection`);
-    if (collection) names.add(collection.name);
-    problems.push(...found.map((problem) => problemLine(source, label, problem)));
+    if (names.has(label)) {
+      found.push(`the name ${label} is taken by an earlier collection`);
+      ofFile++;
+    }
+    names.add(label);
+    const lines = found.map((problem) => problemLine(source, label, problem));
+    problems.push(...lines);
+    if (ofFile > 0) fileProblems.push(...lines);
+    else if (lines.length > 0) unavailable.set(label, lines);
     if (collection && found.length === 0) collections.push(collection);
   });
-  return { collections, problems, warnings: safeDefaultWarnings(collections, source) };
+  return { collections, problems, fileProblems, unavailable, warnings: safeDefaultWarnings(collections, source) };
 }
 
 function labelOf(entry: CollectionEntry, at: number): string {
@@ -55,7 +78,8 @@ function labelOf(entry: CollectionEntry, at: number): string {
   return typeof relation === 'string' ? `#${at + 1}` : relation.name;
 }
 
-type Report = (problem: string) => void;
+/** Reports a problem; `of`: 'file' when the file shows it by itself, whatever the catalog holds (Resolution.fileProblems). */
+type Report = (problem: string, of?: 'file') => void;
 
 /** The collection, or undefined when a problem leaves nothing to check further (no relation, no key). */
 function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Report): Collection | undefined {
@@ -63,8 +87,8 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
   if (!relation) return undefined;
   const name = entry.name ?? relation.name;
   if (!COLLECTION_NAME.test(name))
-    report(`the relation's name ${name} is no collection name (a letter, then letters, digits, _ and -): give one with name`);
-  if (RESERVED_NAMES.has(name)) report(`the name ${name} is reserved`);
+    report(`the relation's name ${name} is no collection name (a letter, then letters, digits, _ and -): give one with name`, 'file');
+  if (RESERVED_NAMES.has(name)) report(`the name ${name} is reserved`, 'file');
 
   const where = `in ${qualifiedName(relation)}`;
   const column = (name: string, what: string): Column | undefined => {
@@ -82,7 +106,7 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
   const fields = resolveFields(entry, relation, column, report);
   const exposed = (name: string, what: string): CollectionField | undefined => {
     const field = fields.find((field) => field.column.name === name);
-    if (!field && column(name, what)) report(`${what} ${name} is not among the columns served`);
+    if (!field && column(name, what)) report(`${what} ${name} is not among the columns served`, 'file');
     return field;
   };
   const access = resolveAccess(entry, column, report);
@@ -137,7 +161,7 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
 
   const variants = [...new Set(entry.variants ?? DEFAULT_VARIANTS)];
   const defaultVariant = entry.defaultVariant ?? (variants.includes('cursor') ? 'cursor' : variants[0]!);
-  if (!variants.includes(defaultVariant)) report(`the default variant ${defaultVariant} is not among the variants`);
+  if (!variants.includes(defaultVariant)) report(`the default variant ${defaultVariant} is not among the variants`, 'file');
   // A cursor walk starts with page-size alone, which picks the time variant where it is the default, or with since_id,
   // which needs a key of one integer column (docs/reference/api.md, "Choosing the variant"): else no request could start one.
   const integerKey = key.columns.length === 1 && fields.find((field) => field.column.name === key.columns[0])?.kind === 'integer';
@@ -191,7 +215,7 @@ function resolveEntry(entry: CollectionEntry, catalog: CatalogModel, report: Rep
 function findEntryRelation(entry: CollectionEntry, catalog: CatalogModel, report: Report): Relation | undefined {
   const name = parseRelationName(entry.relation);
   if (typeof name === 'string') {
-    report(`relation ${entry.relation} ${name}`);
+    report(`relation ${entry.relation} ${name}`, 'file');
     return undefined;
   }
   const relation = findRelation(catalog, name);
@@ -228,7 +252,7 @@ function resolveFields(
   const named = new Map(Object.entries(entry.fields ?? {}));
   for (const name of named.keys()) {
     if (column(name, 'fields column') && !columns.some((c) => c.name === name))
-      report(`fields column ${name} is not among the columns served`);
+      report(`fields column ${name} is not among the columns served`, 'file');
   }
   for (const c of columns) {
     const kind = valueKind(c.type);
@@ -290,7 +314,7 @@ function resolveAccess(
   }
   const rules = entry.access?.rows !== undefined;
   if (entry.access?.anonymous === true && rules) {
-    report('access.anonymous is true beside access.rows: a collection with rows is never read anonymously; leave anonymous out');
+    report('access.anonymous is true beside access.rows: a collection with rows is never read anonymously; leave anonymous out', 'file');
   }
   return { anonymous: !rules && (entry.access?.anonymous ?? true), rows };
 }
@@ -338,11 +362,11 @@ function resolveTimeColumn(
   report: Report,
 ): string | undefined {
   if (!variants.includes('time')) {
-    if (entry.timeColumn !== undefined) report('timeColumn is set but the time variant is not offered');
+    if (entry.timeColumn !== undefined) report('timeColumn is set but the time variant is not offered', 'file');
     return undefined;
   }
   if (entry.timeColumn === undefined) {
-    report('the time variant needs a timeColumn');
+    report('the time variant needs a timeColumn', 'file');
     return undefined;
   }
   const field = exposed(entry.timeColumn, 'timeColumn');
@@ -390,6 +414,7 @@ function resolveFilters(
     if (PARAMETER_NAMES.has(field.name)) {
       report(
         `filter ${name}: field ${field.name} would be read as the query parameter ${field.name}; rename it with fields or fieldNames, or do not filter it`,
+        'file',
       );
       continue;
     }
@@ -401,7 +426,7 @@ function resolveFilters(
 function resolvePageSize(entry: CollectionEntry, report: Report): { default: number; max: number } {
   const max = entry.pageSize?.max ?? Math.max(DEFAULT_PAGE_SIZE.max, entry.pageSize?.default ?? 0);
   const pageSize = { default: entry.pageSize?.default ?? Math.min(DEFAULT_PAGE_SIZE.default, max), max };
-  if (pageSize.default > pageSize.max) report(`pageSize.default ${pageSize.default} is over pageSize.max ${pageSize.max}`);
+  if (pageSize.default > pageSize.max) report(`pageSize.default ${pageSize.default} is over pageSize.max ${pageSize.max}`, 'file');
   return pageSize;
 }
 

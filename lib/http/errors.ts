@@ -23,6 +23,7 @@ export const errorStatus = {
   Cost_exceeds_allowance: 403,
   headers_too_large: 431,
   unavailable: 503,
+  collection_unavailable: 503,
   internal_error: 500,
 } as const;
 
@@ -154,6 +155,18 @@ export function problemResponse(error: ApiError, requestId: string, before?: Hea
 /** The 503 of a database that is away or too slow: the client may try again in a second. */
 export function unavailable(): ApiError {
   return new ApiError('unavailable', 'The database is unavailable', { headers: { 'retry-after': '1' } });
+}
+
+/**
+ * The 503 of a collection the catalog no longer serves as the collections file says (its relation, a column, a
+ * type or an index changed, a materialized view emptied): the others are served; its problem goes to the log, not to
+ * the client (docs/reference/errors.md, "Error codes"). `retryAfter`: 1 while the catalog is read again after a
+ * statement met the change, more while the collection stays unavailable.
+ */
+export function collectionUnavailable(name: string, retryAfter: number): ApiError {
+  return new ApiError('collection_unavailable', `Collection ${name} is unavailable: the database no longer matches its collections file`, {
+    headers: { 'retry-after': String(retryAfter) },
+  });
 }
 
 /**

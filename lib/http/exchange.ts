@@ -60,6 +60,8 @@ export class Exchange implements RequestRecord {
   principal: Principal = ANONYMOUS;
   /** An error answered 500, logged once, on this request's line. */
   error: unknown;
+  /** Why a 503 was answered, when the handler knows better than its outcome does (a collection unavailable). */
+  cause: UnavailableCause | undefined;
 
   constructor(id: string, peer: string | undefined, headers: HeaderRecord) {
     this.id = id;
@@ -91,6 +93,7 @@ export interface ExchangeOptions {
 
 function causeOf(c: Context, exchange: Exchange, draining: boolean): UnavailableCause {
   if (c.req.path === ROUTES.ready) return draining ? 'draining' : 'readiness';
+  if (exchange.cause !== undefined) return exchange.cause;
   return exchange.outcome === undefined ? 'limiter' : 'query';
 }
 

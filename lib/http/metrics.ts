@@ -7,7 +7,16 @@ import { Counter, collectDefaultMetrics, Gauge, type MetricObjectWithValues, typ
 import { poolStatsOf } from '../../db/driver.ts';
 
 /** Why a request was answered 503 (docs/reference/metrics.md). */
-export type UnavailableCause = 'limiter' | 'query' | 'readiness' | 'draining';
+export type UnavailableCause = 'limiter' | 'query' | 'collection' | 'readiness' | 'draining';
+
+/** What is served, read at each scrape: which generation of the collections file and catalog, and what of it is unavailable. */
+export interface ServedState {
+  readonly generation: number;
+  readonly hash: string;
+  readonly unavailable: Iterable<string>;
+  /** Reloads of the file and the catalog so far, by how they ended. */
+  readonly reloads: Readonly<Record<'changed' | 'unchanged' | 'failed', number>>;
+}
 
 /**
  * The methods a label may name; any other is `other`. Deno hands the app any token a client sends as its
@@ -169,9 +178,9 @@ const BATCH_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /**
  * The registry and its metrics. `pools` are the clients of data queries by name (`primary`, and `replica`
- * when collection queries go to one), whose state is read at each scrape.
+ * when collection queries go to one), whose state is read at each scrape, as is what is `served`.
  */
-export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
+export function createMetrics(pools: Readonly<Record<string, Sql>>, served?: () => ServedState): Metrics {
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
@@ -200,7 +209,7 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
   });
   const unavailable = new Counter({
     name: 'http_unavailable_total',
-    help: '503 answers, by cause: limiter (no decision), query (data phase), readiness (/readyz), draining (/readyz after a stop signal)',
+    help: '503 answers, by cause: limiter (no decision), query (data phase), collection (collection_unavailable), readiness (/readyz), draining (/readyz after a stop signal)',
     labelNames: ['cause'],
     registers,
   });
@@ -252,6 +261,39 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>): Metrics {
       registers,
       collect() {
         for (const { pool, read } of stats) this.set({ pool }, read().waiting);
+      },
+    });
+  }
+  if (served !== undefined) {
+    new Gauge({
+      name: 'collections_generation',
+      help: 'The generation of the collections file and catalog served (1 at start-up, one more at each reload that changed it), labelled with its hash',
+      labelNames: ['hash'],
+      registers,
+      collect() {
+        const { generation, hash } = served();
+        this.reset();
+        this.set({ hash }, generation);
+      },
+    });
+    new Gauge({
+      name: 'collections_unavailable',
+      help: 'Collections of the file the catalog does not serve as it says, answered 503 collection_unavailable: 1 each, by collection',
+      labelNames: ['collection'],
+      registers,
+      collect() {
+        this.reset();
+        for (const collection of served().unavailable) this.set({ collection }, 1);
+      },
+    });
+    new Counter({
+      name: 'collections_reloads_total',
+      help: 'Readings of the collections file and catalog after start-up, by result: changed, unchanged, failed (the last good kept)',
+      labelNames: ['result'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [result, count] of Object.entries(served().reloads)) this.inc({ result }, count);
       },
     });
   }

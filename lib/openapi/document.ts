@@ -55,8 +55,11 @@ const withRetry = headers([...RATE_LIMIT_HEADERS, 'Retry-After']);
 /** The security of a public path: none at all, said explicitly (`[]`), where `[{}]` would make a credential optional. */
 const PUBLIC: Schema[] = [];
 
-/** The answers every request under /v1 may get besides its own: the limiter's, and the database away. */
-function limitedErrors(): Record<string, Schema> {
+/**
+ * The answers every request under /v1 may get besides its own: the limiter's, and the database away; a collection's
+ * also its 503 collection_unavailable, when the catalog no longer serves it as the collections file says.
+ */
+function limitedErrors(collection = false): Record<string, Schema> {
   return {
     '403': problem(403, 'The request costs more than the whole allowance of its tier: waiting would not help', rateLimited, [
       'Cost_exceeds_allowance',
@@ -66,7 +69,13 @@ function limitedErrors(): Record<string, Schema> {
       'The allowance is used up, too many requests are in flight, or a query used what its client had left: wait Retry-After',
       withRetry,
     ),
-    '503': problem(503, 'The database is away or too slow: try again after Retry-After', headers(['Retry-After'])),
+    '503': collection
+      ? problem(
+          503,
+          'The database is away or too slow, or the collection is unavailable (the database no longer matches its collections file): try again after Retry-After',
+          headers(['Retry-After']),
+        )
+      : problem(503, 'The database is away or too slow: try again after Retry-After', headers(['Retry-After']), ['unavailable']),
   };
 }
 
@@ -166,7 +175,7 @@ function collectionPath(collection: Collection): Schema {
         },
         '400': problem(400, 'A parameter, filter, sort or cursor is wrong; invalid_params names each', rateLimited),
         '401': problem(401, 'The API key is unknown, revoked or malformed', rateLimited),
-        ...limitedErrors(),
+        ...limitedErrors(true),
       },
     },
   };
@@ -458,17 +467,41 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       tags: ['service'],
       summary: 'The database answers (not rate-limited)',
       description:
-        'A readiness check: 200 when the database answers `select 1` on the rate limiter’s own connection within 2.5 s; ' +
+        'A readiness check: 200 when the database answers `select 1` on the rate limiter’s own connection within 2.5 s, ' +
+        'with the generation of the collections file and catalog served and the collections unavailable; ' +
         'otherwise 503, as while the instance drains after a stop signal. Public, not rate-limited.',
       security: PUBLIC,
       responses: {
         '200': json('Ready', {
           type: 'object',
-          properties: { status: { const: 'ready' } },
-          required: ['status'],
+          properties: {
+            status: { const: 'ready' },
+            collections: {
+              type: 'object',
+              description: 'What is served: which reading of the collections file and the catalog, and what of it is unavailable',
+              properties: {
+                generation: {
+                  type: 'integer',
+                  minimum: 1,
+                  description: '1 at start-up, one more at each reload that changed what is served',
+                },
+                hash: { type: 'string', description: 'A digest of the file and of what each collection was resolved to' },
+                unavailable: {
+                  type: 'array',
+                  items: { type: 'string' },
+                  description: 'The collections answered 503 collection_unavailable: the catalog does not serve them as the file says',
+                },
+              },
+              required: ['generation', 'hash', 'unavailable'],
+              additionalProperties: false,
+            },
+          },
+          required: ['status', 'collections'],
           additionalProperties: false,
         }),
-        '503': problem(503, 'The database did not answer within 2.5 s, or the instance is draining after a stop signal'),
+        '503': problem(503, 'The database did not answer within 2.5 s, or the instance is draining after a stop signal', {}, [
+          'unavailable',
+        ]),
       },
     },
   };

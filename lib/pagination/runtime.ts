@@ -1,5 +1,6 @@
 // Runtime collections: a collection of the collections file, resolved against the catalog (lib/collections), as the
 // registry's Collection that validation, SQL, links and costs are driven by, over a Drizzle table built at run time.
+import { createHash } from 'node:crypto';
 import { getTableColumns, type SQL } from 'drizzle-orm';
 import { type AnyPgColumn, customType, type PgColumnBuilderBase, pgSchema, pgTable } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
@@ -150,6 +151,60 @@ export async function loadRegistry(
  */
 export function resolveRegistry(fileText: string, source: string, catalog: CatalogModel): Registry {
   return registryOf(parseCollectionsFile(fileText, source), catalog, source);
+}
+
+/**
+ * What a collections file serves against the catalog as it is now: the registry of the collections that resolve,
+ * and those whose problems are all of the catalog, unavailable until it matches again (lib/collections/resolve.ts,
+ * Resolution.unavailable).
+ */
+export interface Served {
+  readonly registry: Registry;
+  /** By name, each with its problems, one line each. */
+  readonly unavailable: ReadonlyMap<string, readonly string[]>;
+  /** What the file serves by default that it may not mean to, one line each (lib/collections/safe-defaults.ts). */
+  readonly warnings: readonly string[];
+  /** Which file and catalog these are: a digest of the file's text and of what each collection was resolved to. */
+  readonly hash: string;
+  /** Each served collection's facts as resolved (the catalog's changing estimates and numbering left out). */
+  readonly facts: ReadonlyMap<string, string>;
+}
+
+/**
+ * Reads the file's text and the catalog (on `sql`, in one snapshot) into what it serves, as loadRegistry does, but
+ * serves what it can: a collection whose every problem is of the catalog is left unavailable rather than stopping
+ * the others. Throws a CollectionsFileError when the text does not parse or the file itself is wrong
+ * (Resolution.fileProblems). A collection whose facts are those it had in `earlier` keeps its runtime value, and
+ * with it the statements prepared for it (lib/pagination/shapes.ts).
+ */
+export async function loadServed(
+  sql: Sql,
+  fileText: string,
+  source: string,
+  { earlier, ...options }: ReadCatalogOptions & { readonly earlier?: Served | undefined },
+): Promise<Served> {
+  const file = parseCollectionsFile(fileText, source);
+  const { collections, problems, fileProblems, unavailable, warnings } = resolveCollections(file, await readCatalog(sql, options), source);
+  if (fileProblems.length > 0) throw new CollectionsFileError(problems);
+  const facts = new Map(collections.map((collection) => [collection.name, factsOf(collection)]));
+  const served = collections.map((collection) => {
+    const kept = earlier?.registry.get(collection.name);
+    return kept !== undefined && earlier?.facts.get(collection.name) === facts.get(collection.name) ? kept : collectionOf(collection);
+  });
+  const hash = createHash('sha256')
+    .update(fileText)
+    .update('\0')
+    .update(JSON.stringify([...facts, ...unavailable]))
+    .digest('hex');
+  return { registry: createRegistry(served), unavailable, warnings, hash: hash.slice(0, 12), facts };
+}
+
+/**
+ * A resolved collection as text, without what does not change what is served: the planner's estimate of the rows
+ * (the cost it gives is in the collection already) and the catalog's numbering of relations and columns.
+ */
+function factsOf(collection: ResolvedCollection): string {
+  return JSON.stringify(collection, (key, value) => (key === 'estimatedRows' || key === 'oid' || key === 'attnum' ? undefined : value));
 }
 
 function registryOf(file: CollectionsFile, catalog: CatalogModel, source: string, warn?: (line: string) => void): Registry {

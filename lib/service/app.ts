@@ -27,11 +27,16 @@ import { tokenVerifier } from '../ratelimit/tokens.ts';
 import { collectionRequests } from './collection-request.ts';
 import type { Config } from './config.ts';
 import { limitedRoutes } from './limited-routes.ts';
+import { fixedCollections, type Generation, type ServedCollections } from './served-collections.ts';
 
 export interface AppDeps {
   readonly database: Database;
   readonly config: Config;
-  readonly registry: Registry;
+  /**
+   * What is served: a registry, for the app's whole life (tests, the bench), or the collections of a file read live
+   * (lib/service/served-collections.ts), whose generation each request reads once at its start.
+   */
+  readonly registry: Registry | ServedCollections;
   readonly cursorSecret: string;
   /** One line per request, and errors (default: errors only, on stderr). */
   readonly logger?: Logger;
@@ -57,8 +62,25 @@ export interface AppDeps {
  */
 export type App = Hono & { readonly refused: Refused };
 
+/** What an app makes of a generation once, when the first request meets it: the description, and every name of the file. */
+interface Described {
+  readonly generation: Generation;
+  readonly description: string;
+  /** The collections served and those unavailable: the names a key's collections may list (lib/ratelimit/admin.ts). */
+  readonly names: ReadonlySet<string>;
+}
+
 export function buildApp(deps: AppDeps): App {
-  const { database, config, registry } = deps;
+  const { database, config } = deps;
+  const collections = deps.registry instanceof Map ? fixedCollections(deps.registry) : (deps.registry as ServedCollections);
+  let described: Described | undefined;
+  const describedOf = (generation: Generation): Described => {
+    if (described?.generation !== generation) {
+      const description = JSON.stringify(openApiDocument(generation.registry, { serverUrl: config.publicUrl }));
+      described = { generation, description, names: new Set([...generation.registry.keys(), ...generation.unavailable.keys()]) };
+    }
+    return described;
+  };
   const app = new Hono();
   const logger = deps.logger ?? createLogger({ level: 'error', destination: 2 });
   // An error of a request is logged once, on the request's own line (lib/http/exchange.ts).
@@ -73,7 +95,13 @@ export function buildApp(deps: AppDeps): App {
   // Counted only where they can be read: /metrics is served only with an admin token.
   const pools: Record<string, Sql> = { primary: database.sql };
   if (database.reads !== database) pools.replica = database.reads.sql;
-  const metrics = config.adminToken === undefined ? undefined : createMetrics(pools);
+  const metrics =
+    config.adminToken === undefined
+      ? undefined
+      : createMetrics(pools, () => {
+          const { number, hash, unavailable } = collections.current();
+          return { generation: number, hash, unavailable: unavailable.keys(), reloads: collections.reloads };
+        });
   const remoteAddress = deps.remoteAddress ?? socketAddress;
   /** The socket's peer, worked out once per request (lib/http/exchange.ts), on every runtime. */
   const peerOf = (c: Context) => c.get('exchange').peer;
@@ -83,9 +111,10 @@ export function buildApp(deps: AppDeps): App {
   // nothing), its log line and metrics.
   app.use(exchanges({ logger, metrics, draining, remoteAddress, cors: corsPolicy(config.corsOrigins) }));
 
-  // The description of the service and its docs page: outside /v1, so never rate-limited, and made once here.
-  const description = JSON.stringify(openApiDocument(registry, { serverUrl: config.publicUrl }));
-  app.get(ROUTES.description, (c) => c.body(description, 200, { 'content-type': 'application/json; charset=utf-8' }));
+  // The description of the service and its docs page: outside /v1, so never rate-limited; made once per generation.
+  app.get(ROUTES.description, (c) =>
+    c.body(describedOf(collections.current()).description, 200, { 'content-type': 'application/json; charset=utf-8' }),
+  );
   app.route(ROUTES.docs, docsRoutes(config.publicUrl));
   // Not a bare 404: where to start (like PostgREST's root), in the body and as RFC 8631 links.
   app.get(ROUTES.root, (c) => {
@@ -114,7 +143,9 @@ export function buildApp(deps: AppDeps): App {
       return withTimeout(answeredInTime(connection, sql, sql`select 1`), 2500);
     });
     await (probes.length === 1 ? probes[0] : Promise.any(probes).catch((error: AggregateError) => Promise.reject(error.errors[0])));
-    return c.json({ status: 'ready' });
+    // Ready with collections unavailable: the others are served, and draining the instance would help none of them.
+    const { number, hash, unavailable } = collections.current();
+    return c.json({ status: 'ready', collections: { generation: number, hash, unavailable: [...unavailable.keys()] } });
   });
 
   // Keys and tiers live where the limiter decides: the data database, or the limiter databases.
@@ -137,7 +168,7 @@ export function buildApp(deps: AppDeps): App {
     : undefined;
   if (gate !== undefined) app.use(`${ROUTES.index}/*`, limitedRoutes(gate)); // Hono's "/v1/*" also matches "/v1" itself
   const collectionRequest = collectionRequests({
-    registry,
+    collections,
     // Collection queries run on the read replica when there is one (DATABASE_READ_URL).
     reads: database.reads,
     config,
@@ -161,8 +192,8 @@ export function buildApp(deps: AppDeps): App {
     issueKeyHandler(keys),
   );
   if (config.adminToken) {
-    const collectionNames = new Set(registry.keys());
-    app.route(ROUTES.admin, adminRoutes(keys, config.adminToken, { collectionNames: () => collectionNames }));
+    const collectionNames = () => describedOf(collections.current()).names;
+    app.route(ROUTES.admin, adminRoutes(keys, config.adminToken, { collectionNames }));
   }
   if (metrics !== undefined && config.adminToken) {
     const { registry } = metrics;
@@ -177,7 +208,8 @@ export function buildApp(deps: AppDeps): App {
     const links: Links = { self: `${origin}${ROUTES.index}` };
     // Only what the client may read (its credentials were looked up by the rate limiter: without one, anonymous).
     const { principal } = c.get('exchange');
-    for (const [name, collection] of registry) if (mayRead(collection, principal)) links[name] = `${origin}${collectionPath(name)}`;
+    for (const [name, collection] of collections.current().registry)
+      if (mayRead(collection, principal)) links[name] = `${origin}${collectionPath(name)}`;
     c.header('link', `${linkHeader(links)}, ${SERVICE_LINKS}`);
     return c.json({ _links: linksObject(links) });
   }

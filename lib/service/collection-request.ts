@@ -5,7 +5,7 @@ import type { Database } from '../../db/client.ts';
 import type { Compressor } from '../http/compression.ts';
 import { matchesAny, notModified } from '../http/conditional.ts';
 import { withTimeout } from '../http/deadline.ts';
-import { ApiError, notAllowed, problemOf, problemResponse } from '../http/errors.ts';
+import { ApiError, collectionUnavailable, notAllowed, problemOf, problemResponse } from '../http/errors.ts';
 import type { Exchange } from '../http/exchange.ts';
 import { baseUrl, type LinkOrigin } from '../http/forwarding.ts';
 import { ANONYMOUS, type Principal } from '../http/principal.ts';
@@ -17,13 +17,14 @@ import { execute } from '../pagination/execute.ts';
 import { rawQueryOf } from '../pagination/params.ts';
 import { needsEstimate, type Prepared, Preparer, refusedWith, withEstimate } from '../pagination/prepare.ts';
 import { countSettlement } from '../pagination/price.ts';
-import type { Registry } from '../pagination/registry.ts';
 import { respond } from '../pagination/respond.ts';
 import type { Charge, Gate } from '../ratelimit/gate.ts';
 import { clientOf } from './limited-routes.ts';
+import { catalogChanged, type Generation, RECHECK_MS, type ServedCollections } from './served-collections.ts';
 
 export interface CollectionRequestDeps {
-  readonly registry: Registry;
+  /** What is served: a request reads the generation current at its start, and nothing else, to its end. */
+  readonly collections: ServedCollections;
   /** Where collection queries run: the read replica when there is one (DATABASE_READ_URL). */
   readonly reads: Database;
   /** Where links start (PUBLIC_URL, or the request's origin behind trusted proxies). */
@@ -54,15 +55,18 @@ class CollectionCharge implements Charge {
   prepared: Prepared;
   private readonly reads: Database;
   private readonly preparer: Preparer;
+  /** The answer to a statement that met a changed catalog (a 503 collection_unavailable), the reload asked for. */
+  private readonly unavailable: (error: unknown) => ApiError;
   /** What the request bound to its client's rows costs more than it was admitted with (a read over several values of a row rule). */
   private extra = 0;
 
-  constructor(prepared: Prepared, reads: Database, preparer: Preparer) {
+  constructor(prepared: Prepared, reads: Database, preparer: Preparer, unavailable: (error: unknown) => ApiError) {
     this.prepared = prepared;
     this.units = prepared.price.units;
     this.sending = prepared.price.sending;
     this.reads = reads;
     this.preparer = preparer;
+    this.unavailable = unavailable;
   }
 
   settle(counted: number | undefined): number {
@@ -80,7 +84,11 @@ class CollectionCharge implements Charge {
     const planned = estimateItems(this.reads, bound.collection, bound.read.request.filters);
     // A number when the estimate is kept: the request waits for no more turns of the event loop than its statements take.
     if (typeof planned === 'number') return added + withEstimate(bound, planned);
-    return withTimeout(planned, this.reads.queryDeadlineMs).then((estimate) => added + withEstimate(bound, estimate));
+    return withTimeout(planned, this.reads.queryDeadlineMs).then(
+      (estimate) => added + withEstimate(bound, estimate),
+      // The planner met a changed catalog: a 503 the limiter answers as the database's failure, never a 500.
+      (error: unknown) => Promise.reject(catalogChanged(error) ? this.unavailable(error) : error),
+    );
   }
 }
 
@@ -101,20 +109,40 @@ function forClient(prepared: Prepared, authorization: string | undefined, gated:
 }
 
 export function collectionRequests(deps: CollectionRequestDeps) {
-  const { registry, reads, config, cursorSecret, compressor, gate, log } = deps;
+  const { collections, reads, config, cursorSecret, compressor, gate, log } = deps;
   const executeDeps = { database: reads, cursorSecret };
-  const preparer = new Preparer(registry, cursorSecret);
+  // The readings a Preparer keeps are of its generation's collections: a new generation, a new Preparer.
+  let preparing: { readonly generation: Generation; readonly preparer: Preparer } | undefined;
+  const preparerOf = (generation: Generation): Preparer => {
+    if (preparing?.generation !== generation) preparing = { generation, preparer: new Preparer(generation.registry, cursorSecret) };
+    return preparing.preparer;
+  };
 
   return async function collectionRequest(c: Context): Promise<Response> {
     const exchange: Exchange = c.get('exchange');
     const request = c.req.raw;
     const name = c.req.param('collection')!;
+    const generation = collections.current();
+    const preparer = preparerOf(generation);
+    /** A statement met a changed catalog: the catalog is read again, and the request answered 503, never 500. */
+    const metChange = (error: unknown): ApiError => {
+      collections.changed(name, error);
+      exchange.cause = 'collection';
+      return collectionUnavailable(name, 1);
+    };
 
     // 1. prepare: the collection, its parameters, variant, plan and price; or the 400, 404 or 405 (the keys' name)
-    // it answers, or the 401 of a collection read only with credentials, priced 1.
+    // it answers, the 503 of a collection the catalog no longer serves as the file says, or the 401 of a collection
+    // read only with credentials, priced 1.
     const client = clientOf(c, false);
-    const read = name === KEYS ? refusedWith(notAllowed('POST')) : preparer.prepare(name, rawQueryOf(request.url));
-    const charge = new CollectionCharge(forClient(read, client.authorization, gate !== undefined, preparer), reads, preparer);
+    let read: Prepared;
+    if (name === KEYS) read = refusedWith(notAllowed('POST'));
+    else if (generation.unavailable.has(name)) {
+      collections.asked(name);
+      exchange.cause = 'collection';
+      read = refusedWith(collectionUnavailable(name, RECHECK_MS / 1000));
+    } else read = preparer.prepare(name, rawQueryOf(request.url));
+    const charge = new CollectionCharge(forClient(read, client.authorization, gate !== undefined, preparer), reads, preparer, metChange);
 
     // 2. admit: the limiter's decision, and the request bound to the rows its client may read; a refusal (429,
     // 401, 403) is thrown, answered by the one error handler.
@@ -131,7 +159,8 @@ export function collectionRequests(deps: CollectionRequestDeps) {
       const rendered = renderChunk(prepared.collection.name, chunk, cursorSecret, prepared.rows.key);
       answer = { rendered, unchanged: notModified(ifNoneMatch, rendered.etag), counted: chunk.counted };
     } catch (error) {
-      answer = { problem: problemOf(error, (fault) => log(fault, c)), error };
+      const problem = catalogChanged(error) ? metChange(error) : problemOf(error, (fault) => log(fault, c));
+      answer = { problem, error };
     }
 
     // 4. settle: what it cost in the end, from how it was answered; the allowance after it goes in the headers.

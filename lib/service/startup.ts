@@ -12,18 +12,23 @@ import { earlierCursorSecret, runMigrations } from '../../db/migrate.ts';
 import { pooledByUrl, probeServer } from '../../db/probe.ts';
 import * as schema from '../../db/schema.ts';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
+import { CollectionsFileError } from '../collections/problems.ts';
+import { withTimeout } from '../http/deadline.ts';
 import { createLogger, type Logger } from '../http/logger.ts';
 import { loadCursorSecret } from '../pagination/cursor-secret.ts';
-import type { Registry } from '../pagination/registry.ts';
-import { loadRegistry } from '../pagination/runtime.ts';
+import { loadServed, type Served } from '../pagination/runtime.ts';
 import { syncKeysAndTiers } from '../ratelimit/key-store.ts';
 import { inRecordOrder } from '../ratelimit/record-order.ts';
 import { type App, buildApp } from './app.ts';
 import { type Config, ConfigError, parseConfig } from './config.ts';
+import { listenForReloads, RELOAD_CHANNEL } from './reload-listener.ts';
+import { LiveCollections, unavailableLine } from './served-collections.ts';
 
 export interface Service {
   readonly app: App;
   readonly database: Database;
+  /** Reads the collections file and the catalog again (SIGHUP: docs/how-to/schema-changes.md); `reason` says why in the log. */
+  reload(reason: string): void;
   /** Closes the pools, then stops the embedded PostgreSQL if this process started it. */
   release(): Promise<void>;
   /** Last words before the process exits in a hurry: stops the embedded PostgreSQL's server at once. */
@@ -141,7 +146,7 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
   const directUrl = config.databaseDirectUrl ?? url;
   await checkDirect(directUrl, config.databaseDirectUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL');
   // What is served, first: a file that cannot be served stops start-up before anything is written anywhere.
-  const registry = await collectionsToServe(config, options.demo, {
+  const toServe = await collectionsToServe(config, options.demo, {
     directUrl,
     readUrl: config.databaseReadUrl ?? url,
     log,
@@ -193,20 +198,32 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
       throw error;
     }
   }
+  const collections = new LiveCollections(toServe.served, { read: toServe.read, logger, source: toServe.source });
   const app = buildApp({
     database,
     config,
-    registry,
+    registry: collections,
     cursorSecret,
     rateLimit: {},
     remoteAddress: options.remoteAddress,
     logger,
     draining: options.draining,
   });
+  // NOTIFY on the direct URL, which is the database itself (checkDirect): LISTEN needs a session of its own.
+  const listener = await listenForReloads({
+    url: directUrl,
+    notified: (payload) => collections.reload(`NOTIFY ${RELOAD_CHANNEL}${payload === '' ? '' : ` '${payload.slice(0, 100)}'`}`),
+    resumed: () => collections.reload(`the connection listening on ${RELOAD_CHANNEL} was made again`),
+    warn: (line) => logger.warn(line),
+    log,
+  });
   return {
     app,
     database,
+    reload: (reason) => collections.reload(reason),
     async release() {
+      collections.close();
+      await listener.close();
       await database.close();
       await postgresServer.stop();
     },
@@ -214,16 +231,29 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
   };
 }
 
+/** What COLLECTIONS serves: its first reading, how its file is named, and how it is read again. */
+interface ToServe {
+  readonly served: Served;
+  readonly source: string;
+  /** Reads the file and the catalog again, as at start-up: a reload (lib/service/served-collections.ts). */
+  read(earlier: Served): Promise<Served>;
+}
+
+/** The longest a reload may take to read the file and the catalog before it fails, keeping what is served. */
+const RELOAD_READ_MS = 10_000;
+
 /**
  * What COLLECTIONS asks for: the demo (its tables made and seeded on the direct URL), or a collections file,
  * resolved against the catalog as the data connection's role sees it (on the read URL when there is one, which
- * serves the reads): a missing relation or column, or one the role may not SELECT, stops start-up here, by name.
+ * serves the reads). A file that does not parse or is wrong in itself stops start-up here, as does one of which
+ * no collection can be served; a collection the catalog does not serve as the file says (a missing relation or
+ * column, one the role may not SELECT) is logged by name and left unavailable, and the others are served.
  */
 async function collectionsToServe(
   config: Config,
   demo: Demo | undefined,
   urls: { directUrl: string; readUrl: string; log: (line: string) => void; warn: (line: string) => void },
-): Promise<Registry> {
+): Promise<ToServe> {
   const { collections } = config;
   if (collections.kind === 'demo') {
     if (demo === undefined) throw new Error('COLLECTIONS=demo: this entry has no demo to serve; name a collections file');
@@ -234,22 +264,29 @@ async function collectionsToServe(
     collections.kind === 'demo'
       ? { path: demo!.file, source: 'the demo (demo/collections.yaml)', catalogUrl: urls.directUrl }
       : { path: collections.path, source: collections.path, catalogUrl: urls.readUrl };
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    throw new Error(`COLLECTIONS=${path}: the file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
-  }
-  // prepare: false, as a transaction pooler needs; one catalog read, in one snapshot.
-  const session = postgres(catalogUrl, { max: 1, onnotice: () => {}, prepare: false });
-  try {
-    // What the file serves by default that it may not mean to (a column named as a secret, no columns list): a warning line each.
-    const registry = await loadRegistry(session, text, source, { serviceSchema: SERVICE_SCHEMA, warn: urls.warn });
-    urls.log(`Serving ${[...registry.keys()].join(', ')} from ${source}`);
-    return registry;
-  } finally {
-    await session.end();
-  }
+  const read = async (earlier?: Served): Promise<Served> => {
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      throw new Error(`COLLECTIONS=${path}: the file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    }
+    // prepare: false, as a transaction pooler needs; one catalog read, in one snapshot.
+    const session = postgres(catalogUrl, { max: 1, onnotice: () => {}, prepare: false });
+    try {
+      const loading = loadServed(session, text, source, { serviceSchema: SERVICE_SCHEMA, earlier });
+      return await (earlier === undefined ? loading : withTimeout(loading, RELOAD_READ_MS));
+    } finally {
+      await session.end({ timeout: 1 });
+    }
+  };
+  const served = await read();
+  // What the file serves by default that it may not mean to (a column named as a secret, no columns list): a warning line each.
+  for (const line of served.warnings) urls.warn(line);
+  if (served.registry.size === 0 && served.unavailable.size > 0) throw new CollectionsFileError([...served.unavailable.values()].flat());
+  for (const [name, problems] of served.unavailable) urls.warn(unavailableLine(name, problems));
+  urls.log(`Serving ${[...served.registry.keys()].join(', ')} from ${source}`);
+  return { served, source, read };
 }
 
 /**
@@ -282,9 +319,10 @@ export interface SignalOptions {
 }
 
 /**
- * The Deno and Bun entries' stop: on SIGTERM, SIGINT or SIGHUP, stop accepting, let the requests in flight
- * finish, close the pools (and the embedded PostgreSQL) and exit 0; past the deadline, or on another
- * signal, exit 1. Node's entry does more (lib/http/shutdown.ts: keep-alive connections told to close).
+ * The Deno and Bun entries' signals: on SIGTERM or SIGINT, stop accepting, let the requests in flight finish, close
+ * the pools (and the embedded PostgreSQL) and exit 0; past the deadline, or on another signal, exit 1. Node's entry
+ * does more (lib/http/shutdown.ts: keep-alive connections told to close). SIGHUP reads the collections file and the
+ * catalog again.
  */
 export function stopOnSignals(service: Service, options: SignalOptions): void {
   let stopping = false;
@@ -309,5 +347,6 @@ export function stopOnSignals(service: Service, options: SignalOptions): void {
         (error: unknown) => force(`Stopping failed (${(error as Error).message})`),
       );
   };
-  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, stop);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, stop);
+  process.on('SIGHUP', () => service.reload('SIGHUP'));
 }
