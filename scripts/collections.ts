@@ -2,7 +2,9 @@
 //   init [--schema NAME]...  prints a starting file for DATABASE_URL's database (schema public unless named)
 //   check [FILE]             checks FILE (default: COLLECTIONS) against DATABASE_URL's database and reports,
 //                            for each sort and filter, the index that serves it or what it costs without one (and,
-//                            with row rules, the index to create); warnings of what it serves by default on stderr
+//                            with row rules, the index to create); a key the file names, that no unique index
+//                            vouches for, tested for uniqueness where the rows are few enough to count; warnings
+//                            of what it serves by default on stderr
 //   walk [FILE] --url URL    walks every collection of FILE through the service at URL, in each variant, to the end,
 //                            and compares the items' keys with a SELECT of the relation on DATABASE_URL
 // Output is the file (init) or the report (check, walk) on stdout; every error is one line on stderr, with exit code 1.
@@ -17,9 +19,10 @@ import { readCatalog } from '../lib/catalog/read.ts';
 import { schemaNames } from '../lib/catalog/schemas.ts';
 import { initFile } from '../lib/collections/init.ts';
 import { parseCollectionsFile } from '../lib/collections/parse.ts';
-import { CollectionsFileError } from '../lib/collections/problems.ts';
+import { CollectionsFileError, problemLine } from '../lib/collections/problems.ts';
 import { checkReport } from '../lib/collections/report.ts';
 import { type Resolution, resolveCollections } from '../lib/collections/resolve.ts';
+import { keyLine, keyToTest, testKey } from './collections-keys.ts';
 import { walkCollections } from './collections-walk.ts';
 
 const USAGE = [
@@ -27,7 +30,8 @@ const USAGE = [
   "  init [--schema NAME]...   print a starting collections file for DATABASE_URL's database (schema public unless named;",
   '                            --schema again for more): npm run --silent collections -- init > collections.yaml',
   "  check [FILE]              check FILE (default: the COLLECTIONS variable) against DATABASE_URL's database: which index",
-  '                            serves each sort and filter, or what it costs without one; exit code 1 when it cannot be served',
+  '                            serves each sort and filter, or what it costs without one, and whether a key the file names is',
+  '                            unique (where the rows are few enough to count); exit code 1 when it cannot be served',
   '  walk [FILE] --url URL [--key KEY]',
   '                            walk every collection of FILE through the service at URL to the end, in each variant it',
   "                            offers, and compare the items' keys with a SELECT of the relation on DATABASE_URL: every",
@@ -93,8 +97,22 @@ async function check(args: readonly string[], env: NodeJS.ProcessEnv): Promise<n
   const file = fileOf('check', positionals, env);
   const resolved = await resolveFile('check', file, env);
   if (resolved.collections === undefined) return cannotServe(file, resolved.problems);
-  const { collections, problems, warnings } = resolved;
-  const report = checkReport(collections);
+  const { collections, warnings } = resolved;
+  // A key the file names that no unique index vouches for: tested against the rows, where there are few enough to count.
+  const problems = [...resolved.problems];
+  const keyLines = new Map<string, string>();
+  const tested = collections.filter(keyToTest);
+  if (tested.length > 0) {
+    await withDatabase('check', env, async (sql) => {
+      for (const collection of tested) {
+        const test = await testKey(sql, collection);
+        if (test.outcome === 'not unique') problems.push(problemLine(file, collection.name, test.problem));
+        const line = keyLine(test);
+        if (line !== undefined) keyLines.set(collection.name, line);
+      }
+    });
+  }
+  const report = checkReport(collections, keyLines);
   if (report.length > 0) process.stdout.write(`${report.join('\n')}\n`);
   // Served all the same: a column named as a secret, a collection without a columns list (lib/collections/safe-defaults.ts).
   if (warnings.length > 0) process.stderr.write(`${warnings.join('\n')}\n`);

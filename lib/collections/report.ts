@@ -5,17 +5,18 @@ import { indexForFilter, indexForOrder, leadsWith, type OrderKey, servingIndex, 
 
 /**
  * The lines `npm run collections -- check` prints for collections that resolved: a heading per collection,
- * then, indented, who reads it when not everyone reads every row, its default order, each sort, the time
+ * then, indented, what a test of a key the file names found (`keyLines`, by collection), who reads it when not everyone reads every row, its default order, each sort, the time
  * variant's order, each filter and the count, each with the index that serves it or, when none does, what the
  * cost rule charges for it (docs/reference/collections-file.md, "Tools"). With row rules, an index serves only
  * when the rules' columns lead it, and a line under each that none serves says what to create. Stable: the
  * same collections give the same lines.
  */
-export function checkReport(collections: readonly Collection[]): string[] {
-  return collections.flatMap((collection) => collectionLines(collection));
+export function checkReport(collections: readonly Collection[], keyLines: ReadonlyMap<string, string> = new Map()): string[] {
+  return collections.flatMap((collection) => collectionLines(collection, keyLines.get(collection.name)));
 }
 
-function collectionLines(collection: Collection): string[] {
+/** `keyLine`: what a test of the key found, when check tested it (scripts/collections-keys.ts). */
+function collectionLines(collection: Collection, keyLine: string | undefined): string[] {
   const { relation, key, cost, access } = collection;
   const leading = access.rows.map((rule) => rule.column.name);
   const variants = collection.variants.map((variant) => (variant === collection.defaultVariant ? `${variant} (default)` : variant));
@@ -23,6 +24,7 @@ function collectionLines(collection: Collection): string[] {
     `${collection.name}: ${qualifiedName(relation)} (${relation.kind}), key ${key.columns.join(', ')} (${key.source}), variants ${variants.join(', ')}`,
   ];
   const line = (text: string) => lines.push(`  ${text}`);
+  if (keyLine !== undefined) line(keyLine);
   // What to create, on a line of its own to copy; a view has no index of its own to create.
   const create = (statement: string) => {
     if (leading.length > 0 && relation.kind !== 'view') lines.push(`    ${statement};`);

@@ -122,6 +122,7 @@ t.test('init and check against a database', async (t) => {
         '  filter paid_at eq: index payments_pkey',
         '  count: exact under 10000 filtered rows (estimated from there on), 1 unit per 5000 rows counted; a chunk costs 1 unit per 50 items',
         'film_titles: shop.film_titles (view), key film_id (file), variants offset, page, cursor (default)',
+        '  key: tested: no two rows share it, and it is never NULL',
         '  default order film_id: no index: every chunk reads and sorts the filtered rows, +100 units (no estimate of its rows: a view, or a table never analyzed)',
         '  sort title: no index: every chunk reads and sorts the filtered rows, +100 units (no estimate of its rows: a view, or a table never analyzed)',
         '  count: exact under 10000 filtered rows (estimated from there on), 1 unit per 5000 rows counted; a chunk costs 1 unit per 50 items',
@@ -216,6 +217,79 @@ t.test('init and check against a database', async (t) => {
         '',
       ].join('\n'),
     });
+  });
+
+  t.test('check tests a key the file names that no unique index vouches for, when it can count the rows', async (t) => {
+    await database.sql.unsafe(`
+      create schema tenancy;
+      create table tenancy.usage (id int primary key, tenant_id int not null, day date not null, amount int not null);
+      insert into tenancy.usage select n, n % 50, date '2024-01-01' + n / 100, n from generate_series(0, 4999) n;
+      create index usage_tenant_idx on tenancy.usage (tenant_id, id);
+      create view tenancy.usage_v as select * from tenancy.usage;
+      create view tenancy.sparse as select id, case when id % 1000 = 0 then null else id end as ref from tenancy.usage;
+      create view tenancy.huge as select n as id from generate_series(1, 2000000) n;
+      analyze tenancy.usage;
+    `);
+    write(
+      'tenancy.yaml',
+      [
+        'collections:',
+        '  - relation: tenancy.usage_v',
+        '    name: by-tenant',
+        '    columns: [tenant_id, day, amount]',
+        '    key: [tenant_id]',
+        '    unindexedSorts: true',
+        '  - relation: tenancy.usage',
+        '    name: usage-days',
+        '    columns: [tenant_id, day, amount]',
+        '    key: [tenant_id, day]',
+        '    unindexedSorts: true',
+        '  - relation: tenancy.usage_v',
+        '    name: by-id',
+        '    columns: [id, tenant_id]',
+        '    key: [id]',
+        '    unindexedSorts: true',
+        '  - relation: tenancy.usage',
+        '    name: by-tenant-and-id',
+        '    columns: [id, tenant_id]',
+        '    key: [tenant_id, id]',
+        '  - relation: tenancy.sparse',
+        '    columns: [id, ref]',
+        '    key: [ref]',
+        '    unindexedSorts: true',
+        '  - relation: tenancy.huge',
+        '    columns: [id]',
+        '    key: [id]',
+        '    unindexedSorts: true',
+      ].join('\n'),
+    );
+    const check = await run(['check', 'tenancy.yaml'], env, dir);
+    t.equal(check.code, 1);
+    t.equal(
+      check.stderr,
+      [
+        'Invalid collections file tenancy.yaml, collection by-tenant: key tenant_id is not unique: 5000 rows of tenancy.usage_v share 50 of its values (0: 100 rows, 1: 100 rows, 2: 100 rows, …); a key names the columns that identify a row',
+        'Invalid collections file tenancy.yaml, collection usage-days: key tenant_id, day is not unique: 5000 rows of tenancy.usage share 2500 of its values ((0, 2024-01-01): 2 rows, (0, 2024-01-02): 2 rows, (0, 2024-01-03): 2 rows, …); a key names the columns that identify a row',
+        "Invalid collections file tenancy.yaml, collection sparse: key ref is NULL in 5 rows of tenancy.sparse: a key's columns are never NULL",
+        'tenancy.yaml cannot be served: 3 problems',
+        '',
+      ].join('\n'),
+    );
+    const keyLines = check.stdout
+      .split('\n')
+      .filter((line) => !line.startsWith('  ') || line.startsWith('  key:'))
+      .filter((line) => line !== '');
+    t.same(keyLines, [
+      'by-tenant: tenancy.usage_v (view), key tenant_id (file), variants offset, page, cursor (default)',
+      'usage-days: tenancy.usage (table), key tenant_id, day (file), variants offset, page, cursor (default)',
+      'by-id: tenancy.usage_v (view), key id (file), variants offset, page, cursor (default)',
+      '  key: tested: no two rows share it, and it is never NULL',
+      // The primary key's index lies within the key: no test.
+      'by-tenant-and-id: tenancy.usage (table), key tenant_id, id (file), variants offset, page, cursor (default)',
+      'sparse: tenancy.sparse (view), key ref (file), variants offset, page, cursor (default)',
+      'huge: tenancy.huge (view), key id (file), variants offset, page, cursor (default)',
+      '  key: not tested for uniqueness: the planner estimates 2000000 rows, over the 1000000 check counts; walk counts the rows it misses',
+    ]);
   });
 
   t.test('a bad file: each problem one line naming file and collection, exit code 1', async (t) => {
