@@ -10,9 +10,30 @@ export interface WalkOptions {
   readonly url: string;
   /** An API key, so that the walk is counted on its tier rather than the anonymous one. */
   readonly apiKey?: string;
+  /**
+   * The key's claims, as the operator API shows them (GET /admin/keys/{id}): what a collection's row rules compare
+   * their columns with, so that its walks are compared with the key's rows. Without them, such a collection is not walked.
+   */
+  readonly claims?: Readonly<Record<string, unknown>>;
+  /** Collections not walked, by name, and why (the service does not list them for this client). */
+  readonly skip?: ReadonlyMap<string, string>;
   /** Prints one line of the report. */
   readonly write: (line: string) => void;
 }
+
+/** What the walks found: whether every walk matched its SELECT, and how many collections could not be walked. */
+export interface WalkOutcome {
+  readonly ok: boolean;
+  readonly notWalked: number;
+}
+
+/** A condition on the relation's rows, with its parameters ($1, … in its text). */
+interface Rows {
+  readonly where: string;
+  readonly parameters: readonly (readonly string[])[];
+}
+
+const EVERY_ROW: Rows = { where: 'true', parameters: [] };
 
 /** How a walk of one variant begins, and which rows it reaches. */
 interface Start {
@@ -43,26 +64,84 @@ const EARLIEST = '0001-01-01T00:00:00';
 
 /**
  * Walks every collection in every variant it offers and prints a line for each walk: the items, the requests, and
- * `ok` or the keys missing, repeated or not in the relation. True when every walk matched its SELECT.
+ * `ok` or the rows missing, repeated or not in the relation, counted against the relation's rows (those the key's
+ * claims choose, under row rules). A collection not walked, or whose key two rows share, gets a line saying so.
  */
-export async function walkCollections(sql: Sql, collections: readonly Collection[], options: WalkOptions): Promise<boolean> {
+export async function walkCollections(sql: Sql, collections: readonly Collection[], options: WalkOptions): Promise<WalkOutcome> {
   let ok = true;
+  let notWalked = 0;
   for (const collection of collections) {
-    let expected: Map<string, string[]>;
+    const reason = options.skip?.get(collection.name) ?? unreadRows(collection, options.claims);
+    const rows = typeof reason === 'string' ? undefined : reason;
+    if (rows === undefined) {
+      options.write(`${collection.name}: not walked: ${reason as string}`);
+      notWalked++;
+      continue;
+    }
+    let expected: Map<string, Counted>;
     try {
-      expected = await relationKeys(sql, collection);
+      expected = await relationKeys(sql, collection, rows);
     } catch (error) {
       options.write(`${collection.name}: cannot SELECT its keys: ${(error as Error).message}`);
       ok = false;
       continue;
     }
+    // A key two rows share: a cursor walk passes over the second at a chunk boundary, which no walk can tell from a lost row.
+    const shared = [...expected.values()].filter((counted) => counted.rows > 1);
+    if (shared.length > 0) {
+      const rowsShared = shared.reduce((sum, counted) => sum + counted.rows, 0);
+      options.write(
+        `${collection.name}: key ${collection.key.columns.join(', ')} is not unique: ${rowsShared} rows of ${qualifiedName(collection.relation)} ` +
+          `share ${shared.length} of its values, so its walks cannot reach each row once (check tests a key where it can count the rows)`,
+      );
+      ok = false;
+    }
     for (const start of startsOf(collection)) {
-      const line = await walkOne(sql, collection, start, expected, options);
+      const line = await walkOne(sql, collection, start, expected, rows, options);
       options.write(`${collection.name} ${start.variant}: ${line.text}`);
       ok &&= line.ok;
     }
   }
-  return ok;
+  return { ok, notWalked };
+}
+
+/**
+ * The rows the client reads under the collection's row rules, as a condition with the claims' values as parameters
+ * (compared as the service compares them: the column equal to one of the values, read as its type); every row without
+ * rules; or why the walk cannot know them.
+ */
+function unreadRows(collection: Collection, claims: Readonly<Record<string, unknown>> | undefined): Rows | string {
+  const rules = collection.access.rows;
+  if (rules.length === 0) return EVERY_ROW;
+  if (claims === undefined) {
+    return (
+      'it has row rules (access.rows), and a key reads only the rows its claims choose, which walk compares only ' +
+      "knowing them: walk with --key and --key-id, ADMIN_TOKEN set, so that walk reads the key's claims (GET /admin/keys/{id})"
+    );
+  }
+  const conditions: string[] = [];
+  const parameters: string[][] = [];
+  for (const rule of rules) {
+    const path = rule.claim.join('.');
+    const claim = claimAt(claims, rule.claim);
+    const scalar = (value: unknown) => typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+    const values = scalar(claim) ? [claim] : Array.isArray(claim) && claim.length > 0 && claim.every(scalar) ? claim : undefined;
+    if (values === undefined) return `the key's claims have no ${path} (a string, a number, or a list of them), which its row rule needs`;
+    parameters.push(values.map(String));
+    const { type } = rule.column;
+    conditions.push(`${quote(rule.column.name)} = any($${parameters.length}::text[]::${quote(type.schema)}.${quote(type.name)}[])`);
+  }
+  return { where: conditions.join(' and '), parameters };
+}
+
+/** The claim at a dotted path's parts, as the service reads it (lib/pagination/access.ts). */
+function claimAt(claims: Readonly<Record<string, unknown>>, path: readonly string[]): unknown {
+  let value: unknown = claims;
+  for (const part of path) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part)) return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
 }
 
 /** The first request of each variant the collection offers: the largest page, the default order, no filter. */
@@ -102,7 +181,8 @@ async function walkOne(
   sql: Sql,
   collection: Collection,
   start: Start,
-  expected: ReadonlyMap<string, string[]>,
+  expected: ReadonlyMap<string, Counted>,
+  rows: Rows,
   options: WalkOptions,
 ): Promise<Line> {
   let requests = 0;
@@ -145,19 +225,35 @@ async function walkOne(
   } catch (error) {
     return { ok: false, text: `${done}; their keys do not read back as the columns' types: ${(error as Error).message}` };
   }
-  const reached = start.where === undefined ? expected : await relationKeys(sql, collection, start.where);
+  const reached =
+    start.where === undefined ? expected : await relationKeys(sql, collection, { ...rows, where: `(${rows.where}) and ${start.where}` });
+  // Compared as multisets: each key as many times as rows hold it (count(*) of the relation, not its distinct keys).
   const seen = new Map<string, number>();
   for (const key of found) seen.set(JSON.stringify(key), (seen.get(JSON.stringify(key)) ?? 0) + 1);
-  const missing = [...reached.entries()].filter(([text]) => !seen.has(text)).map(([, key]) => key);
-  const repeated = [...seen.entries()].filter(([text, times]) => times > 1 && reached.has(text)).map(([text]) => JSON.parse(text));
+  const missing: [string, number, number][] = [];
+  const repeated: [string, number, number][] = [];
+  let missingRows = 0;
+  let repeatedRows = 0;
+  let total = 0;
+  for (const [text, counted] of reached) {
+    const times = seen.get(text) ?? 0;
+    total += counted.rows;
+    if (times < counted.rows) {
+      missing.push([text, times, counted.rows]);
+      missingRows += counted.rows - times;
+    } else if (times > counted.rows) {
+      repeated.push([text, times, counted.rows]);
+      repeatedRows += times - counted.rows;
+    }
+  }
   const extra = [...seen.keys()].filter((text) => !reached.has(text)).map((text) => JSON.parse(text));
   if (missing.length + repeated.length + extra.length === 0) return { ok: true, text: `${done}: ok` };
   const parts = [
-    keysText(missing, 'missing'),
-    keysText(repeated, 'more than once'),
+    countedText(missing, missingRows, 'missing', (times, rows) => `${times} of ${rows} rows walked`),
+    countedText(repeated, repeatedRows, 'more than once', (times, rows) => `${times} times, ${rows} row${rows === 1 ? '' : 's'}`),
     keysText(extra, `not in ${qualifiedName(collection.relation)}`),
   ].filter((part) => part !== undefined);
-  return { ok: false, text: `${done}: ${parts.join('; ')}` };
+  return { ok: false, text: `${done}, of ${total} rows: ${parts.join('; ')}` };
 }
 
 /** A key field's value as the text PostgreSQL reads it back from: numbers as printed, strings as they are. */
@@ -189,17 +285,46 @@ async function normalisedKeys(sql: Sql, collection: Collection, walked: readonly
   return rows.map((row) => row.key as string[]);
 }
 
-/** Every key of the relation (of its rows matching `where`), as `column::text`, by its JSON text. */
-async function relationKeys(sql: Sql, collection: Collection, where = 'true'): Promise<Map<string, string[]>> {
+/** How many rows of the relation hold a key. */
+interface Counted {
+  readonly key: string[];
+  readonly rows: number;
+}
+
+/** Every key of the relation's rows that `rows` chooses, as `column::text`, by its JSON text, with the rows holding it. */
+async function relationKeys(sql: Sql, collection: Collection, rows: Rows): Promise<Map<string, Counted>> {
   const columns = collection.key.columns.map((column) => `${quote(column)}::text`);
   const { schema, name } = collection.relation;
-  const rows = await sql.unsafe(`select array[${columns.join(', ')}] as key from ${quote(schema)}.${quote(name)} where ${where}`);
-  return new Map(rows.map((row) => [JSON.stringify(row.key), row.key as string[]]));
+  const found = await sql.unsafe(
+    `select array[${columns.join(', ')}] as key, count(*)::int as rows from ${quote(schema)}.${quote(name)} where ${rows.where} group by 1 order by 1`,
+    rows.parameters as never[],
+  );
+  return new Map(found.map((row) => [JSON.stringify(row.key), { key: row.key as string[], rows: row.rows as number }]));
+}
+
+/** Keys and their counts as a line's part: `N what: k1, k2 (…), …`, N counting rows; the note where a key has several rows. */
+function countedText(
+  keys: readonly [string, number, number][],
+  rows: number,
+  what: string,
+  note: (times: number, rows: number) => string,
+): string | undefined {
+  if (keys.length === 0) return undefined;
+  const shown = keys.slice(0, SHOWN).map(([text, times, held]) => {
+    const key = keyText(JSON.parse(text) as (string | null)[]);
+    return held === 1 && (times === 0 || times === 2) ? key : `${key} (${note(times, held)})`;
+  });
+  const more = keys.length > SHOWN ? `, … ${keys.length - SHOWN} more` : '';
+  return `${rows} ${what}: ${shown.join(', ')}${more}`;
+}
+
+function keyText(key: readonly (string | null)[]): string {
+  return key.length === 1 ? String(key[0]) : `(${key.join(', ')})`;
 }
 
 function keysText(keys: readonly (string | null)[][], what: string): string | undefined {
   if (keys.length === 0) return undefined;
-  const shown = keys.slice(0, SHOWN).map((key) => (key.length === 1 ? String(key[0]) : `(${key.join(', ')})`));
+  const shown = keys.slice(0, SHOWN).map(keyText);
   const more = keys.length > SHOWN ? `, … ${keys.length - SHOWN} more` : '';
   return `${keys.length} ${what}: ${shown.join(', ')}${more}`;
 }

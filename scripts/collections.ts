@@ -6,7 +6,8 @@
 //                            vouches for, tested for uniqueness where the rows are few enough to count; warnings
 //                            of what it serves by default on stderr
 //   walk [FILE] --url URL    walks every collection of FILE through the service at URL, in each variant, to the end,
-//                            and compares the items' keys with a SELECT of the relation on DATABASE_URL
+//                            and compares the items' keys with a SELECT of the relation on DATABASE_URL (with row
+//                            rules, of the rows the claims of --key-id's key choose, read with ADMIN_TOKEN)
 // Output is the file (init) or the report (check, walk) on stdout; every error is one line on stderr, with exit code 1.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -32,10 +33,11 @@ const USAGE = [
   "  check [FILE]              check FILE (default: the COLLECTIONS variable) against DATABASE_URL's database: which index",
   '                            serves each sort and filter, or what it costs without one, and whether a key the file names is',
   '                            unique (where the rows are few enough to count); exit code 1 when it cannot be served',
-  '  walk [FILE] --url URL [--key KEY]',
+  '  walk [FILE] --url URL [--key KEY [--key-id ID]]',
   '                            walk every collection of FILE through the service at URL to the end, in each variant it',
   "                            offers, and compare the items' keys with a SELECT of the relation on DATABASE_URL: every",
-  '                            key exactly once; exit code 1 on any mismatch. --key: an API key to walk on its tier',
+  '                            row exactly once; exit code 1 on any mismatch. --key: an API key to walk on its tier;',
+  "                            --key-id: its id, whose claims (read with ADMIN_TOKEN) choose a row-ruled collection's rows",
 ].join('\n');
 
 /** A failure told in one line on stderr (exit code 1), with no stack trace. */
@@ -58,7 +60,7 @@ async function main(args: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
 const COMMAND_OPTIONS = {
   init: { schema: { type: 'string', multiple: true } },
   check: {},
-  walk: { url: { type: 'string' }, key: { type: 'string' } },
+  walk: { url: { type: 'string' }, key: { type: 'string' }, 'key-id': { type: 'string' } },
 } as const;
 
 function options<C extends keyof typeof COMMAND_OPTIONS>(command: C, args: readonly string[]) {
@@ -136,21 +138,75 @@ async function walk(args: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   } catch {
     throw new CliError(`Invalid --url ${JSON.stringify(url)}: expected the service's http:// or https:// URL`);
   }
+  const key = values.key;
+  const keyId = values['key-id'];
+  if (keyId !== undefined && key === undefined) throw new CliError('--key-id names the key --key gives: give --key too');
+  const adminToken = nonEmpty(env.ADMIN_TOKEN);
+  if (keyId !== undefined && adminToken === undefined) {
+    throw new CliError("--key-id: walk reads the key's claims through the operator API (GET /admin/keys/{id}): set ADMIN_TOKEN");
+  }
   const resolved = await resolveFile('walk', file, env);
   if (resolved.collections === undefined || resolved.problems.length > 0) return cannotServe(file, resolved.problems);
-  const served = await servedCollections(origin, values.key);
-  const absent = resolved.collections.filter((collection) => !served.has(collection.name)).map((collection) => collection.name);
+  const claims = keyId === undefined ? undefined : await keyClaims(origin, keyId, key!, adminToken!);
+  const served = await servedCollections(origin, key);
+  // What the service does not list for this client: a collection it reads only with credentials, or one this key may
+  // not read, is not walked (and said so); any other is a service serving another file.
+  const skip = new Map<string, string>();
+  const absent: string[] = [];
+  for (const collection of resolved.collections) {
+    if (served.has(collection.name)) continue;
+    const { rows, anonymous } = collection.access;
+    if (key !== undefined)
+      skip.set(collection.name, 'the service does not list it for this key (its collections, or the claims its row rules need)');
+    else if (rows.length > 0 || !anonymous) {
+      skip.set(
+        collection.name,
+        `only clients with credentials read it${rows.length > 0 ? ', each its own rows (access.rows)' : ''}: walk with --key`,
+      );
+    } else absent.push(collection.name);
+  }
   if (absent.length > 0) throw new CliError(`The service at ${origin} does not serve ${absent.join(', ')} (is it serving ${file}?)`);
-  const ok = await withDatabase('walk', env, (sql) =>
+  const outcome = await withDatabase('walk', env, (sql) =>
     walkCollections(sql, resolved.collections, {
       url: origin,
-      ...(values.key === undefined ? {} : { apiKey: values.key }),
+      ...(key === undefined ? {} : { apiKey: key }),
+      ...(claims === undefined ? {} : { claims }),
+      skip,
       write: (line) => process.stdout.write(`${line}\n`),
     }),
   );
-  const count = `${resolved.collections.length} collection${resolved.collections.length === 1 ? '' : 's'}`;
-  process.stdout.write(ok ? `${file}: ${count} walked, every key exactly once\n` : `${file}: ${count} walked, with mismatches\n`);
-  return ok ? 0 : 1;
+  const walked = resolved.collections.length - outcome.notWalked;
+  const count = `${walked} collection${walked === 1 ? '' : 's'}`;
+  const unwalked = outcome.notWalked === 0 ? '' : `; ${outcome.notWalked} not walked`;
+  const found = outcome.ok ? 'every key exactly once' : 'with mismatches';
+  process.stdout.write(`${file}: ${count} walked, ${found}${unwalked}\n`);
+  return outcome.ok && outcome.notWalked === 0 ? 0 : 1;
+}
+
+/**
+ * The claims of the key `keyId`, from the operator API (GET /admin/keys/{id}): what the service compares a
+ * collection's row rules with. The key must be the one `key` gives (its prefix) and not revoked.
+ */
+async function keyClaims(origin: string, keyId: string, key: string, adminToken: string): Promise<Readonly<Record<string, unknown>>> {
+  const where = `GET /admin/keys/${keyId}`;
+  let response: Response;
+  try {
+    response = await fetch(`${origin}/admin/keys/${encodeURIComponent(keyId)}`, { headers: { authorization: `Bearer ${adminToken}` } });
+  } catch (error) {
+    const { cause, message } = error as Error & { cause?: NodeJS.ErrnoException };
+    throw new CliError(
+      `Cannot reach the service at ${origin}: ${cause?.code === 'ECONNREFUSED' ? 'connection refused' : (cause?.message ?? message)}`,
+    );
+  }
+  if (response.status === 404) throw new CliError(`No key ${keyId} at the service (${where}: 404; is ADMIN_TOKEN set there?)`);
+  if (response.status === 401 || response.status === 403) {
+    throw new CliError(`ADMIN_TOKEN is not the operator token of the service at ${origin} (${where}: ${response.status})`);
+  }
+  if (!response.ok) throw new CliError(`${where}: ${response.status}`);
+  const shown = (await response.json()) as { prefix: string; claims: Record<string, unknown>; revokedAt?: string };
+  if (!key.startsWith(shown.prefix)) throw new CliError(`--key-id ${keyId} is not the key --key gives (its prefix is ${shown.prefix})`);
+  if (shown.revokedAt !== undefined) throw new CliError(`The key ${keyId} was revoked at ${shown.revokedAt}`);
+  return shown.claims;
 }
 
 /** The collections the service lists under /v1; one that cannot be reached is a CliError. */

@@ -24,6 +24,14 @@ ${playlistTracks(4)}${SHOWS}  create table team.rates (rate numeric primary key,
     select show_id, title, year from team.shows where show_id <> 's7'
     union all select show_id, title, year from team.shows where show_id = 's8'
     union all select 'x1', 'Extra', 2001;
+  -- A view whose key is no key: 60 rows, 6 values of tenant.
+  create table team.usage (id int primary key, tenant int not null, amount int not null);
+  insert into team.usage select n, n % 6, n from generate_series(0, 59) n;
+  create view team.usage_v as select * from team.usage;
+  -- Rows each client reads by its claim.
+  create table team.orders (id int primary key, tenant_id int not null, total int not null);
+  create index orders_tenant on team.orders (tenant_id, id);
+  insert into team.orders select n, n % 4, n from generate_series(1, 40) n;
 `;
 
 /** What the service serves. */
@@ -54,6 +62,16 @@ collections:
     order: -year
     unindexedSorts: true
     pageSize: { max: 7 }
+  - relation: team.usage_v
+    name: usage
+    key: [tenant]
+    unindexedSorts: true
+    variants: [cursor]
+    pageSize: { max: 7 }
+  - relation: team.orders
+    variants: [cursor, offset]
+    pageSize: { max: 4 }
+    access: { rows: { tenant_id: tenant } }
 `;
 
 /** What the walk compares shows_seen with: the table it stands for. */
@@ -124,15 +142,126 @@ t.test('walk', async (t) => {
     for (const variant of ['offset', 'page']) {
       t.equal(
         lines.find((line) => line.startsWith(`shows_seen ${variant}:`)),
-        `shows_seen ${variant}: 41 items in 6 requests: 1 missing: s7; 1 more than once: s8; 1 not in team.shows: x1`,
+        `shows_seen ${variant}: 41 items in 6 requests, of 40 rows: 1 missing: s7; 1 more than once: s8; 1 not in team.shows: x1`,
       );
     }
     // A cursor walk passes the second s8 when a chunk ends between the two: its position is past it.
     t.match(
       lines.find((line) => line.startsWith('shows_seen cursor:')),
-      /: 1 missing: s7; (1 more than once: s8; )?1 not in team\.shows: x1$/,
+      /, of 40 rows: 1 missing: s7; (1 more than once: s8; )?1 not in team\.shows: x1$/,
     );
     t.equal(lines.at(-2), `${file}: 1 collection walked, with mismatches`);
+  });
+
+  t.test('a key two rows share: said so, and the rows the walk missed counted against count(*)', async (t) => {
+    const file = write(
+      'usage.yaml',
+      `collections:\n${SERVED.slice(SERVED.indexOf('  - relation: team.usage_v'), SERVED.indexOf('  - relation: team.orders'))}`,
+    );
+    const walk = await run(['walk', file, '--url', server.url, '--key', issued.key], env, dir);
+    t.same([walk.code, walk.stderr], [1, ''], walk.stderr);
+    const lines = walk.stdout.split('\n');
+    t.equal(
+      lines[0],
+      'usage: key tenant is not unique: 60 rows of team.usage_v share 6 of its values, so its walks cannot reach each row once (check tests a key where it can count the rows)',
+    );
+    // Each chunk of 7 ends within a tenant's 10 rows, and the next starts after that tenant: 3 of each never served.
+    t.match(
+      lines[1],
+      /^usage cursor: 42 items in \d+ requests, of 60 rows: 18 missing: 0 \(7 of 10 rows walked\), 1 \(7 of 10 rows walked\), 2 \(7 of 10 rows walked\), 3 \(7 of 10 rows walked\), 4 \(7 of 10 rows walked\), … 1 more$/,
+    );
+    t.equal(lines[2], `${file}: 1 collection walked, with mismatches`);
+  });
+
+  t.test("row rules: compared with the key's rows, read from its claims, or not walked, saying why", async (t) => {
+    const file = write(
+      'orders.yaml',
+      'collections:\n  - relation: team.orders\n    variants: [cursor, offset]\n    pageSize: { max: 4 }\n    access: { rows: { tenant_id: tenant } }\n',
+    );
+    const issue = async (claims: unknown) => {
+      const response = await fetch(`${server.url}/admin/keys`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ tier: 'walk', name: 'walk', claims }),
+      });
+      t.equal(response.status, 201);
+      return (await response.json()) as { id: string; key: string };
+    };
+    const one = await issue({ tenant: 2 });
+    const two = await issue({ tenant: [1, 3] });
+    const withAdmin = { ...env, ADMIN_TOKEN };
+
+    const anonymous = await run(['walk', file, '--url', server.url], env, dir);
+    t.same(anonymous, {
+      code: 1,
+      stdout: [
+        'orders: not walked: only clients with credentials read it, each its own rows (access.rows): walk with --key',
+        `${file}: 0 collections walked, every key exactly once; 1 not walked`,
+        '',
+      ].join('\n'),
+      stderr: '',
+    });
+    const claimsUnknown = await run(['walk', file, '--url', server.url, '--key', one.key], env, dir);
+    t.same(claimsUnknown, {
+      code: 1,
+      stdout: [
+        "orders: not walked: it has row rules (access.rows), and a key reads only the rows its claims choose, which walk compares only knowing them: walk with --key and --key-id, ADMIN_TOKEN set, so that walk reads the key's claims (GET /admin/keys/{id})",
+        `${file}: 0 collections walked, every key exactly once; 1 not walked`,
+        '',
+      ].join('\n'),
+      stderr: '',
+    });
+    for (const [issued, rows] of [
+      [one, 10],
+      [two, 20],
+    ] as const) {
+      const walk = await run(['walk', file, '--url', server.url, '--key', issued.key, '--key-id', issued.id], withAdmin, dir);
+      t.same([walk.code, walk.stderr], [0, ''], walk.stdout);
+      t.equal(
+        walk.stdout,
+        [
+          `orders cursor: ${rows} items in ${Math.ceil(rows / 4)} requests: ok`,
+          `orders offset: ${rows} items in ${Math.ceil(rows / 4)} requests: ok`,
+          `${file}: 1 collection walked, every key exactly once`,
+          '',
+        ].join('\n'),
+      );
+    }
+    const wrongClaims = await issue({ region: 'eu' });
+    const walk = await run(['walk', file, '--url', server.url, '--key', wrongClaims.key, '--key-id', wrongClaims.id], withAdmin, dir);
+    t.equal(walk.code, 1);
+    t.match(walk.stdout, /^orders: not walked: the service does not list it for this key/);
+
+    const errors: [string, string[], Record<string, string>, string][] = [
+      ['--key-id without --key', ['--key-id', one.id], withAdmin, '--key-id names the key --key gives: give --key too'],
+      [
+        '--key-id without ADMIN_TOKEN',
+        ['--key', one.key, '--key-id', one.id],
+        env,
+        "--key-id: walk reads the key's claims through the operator API (GET /admin/keys/{id}): set ADMIN_TOKEN",
+      ],
+      [
+        'a key id the service does not know',
+        ['--key', one.key, '--key-id', 'key_nothing'],
+        withAdmin,
+        'No key key_nothing at the service (GET /admin/keys/key_nothing: 404; is ADMIN_TOKEN set there?)',
+      ],
+      [
+        "another key's id",
+        ['--key', one.key, '--key-id', two.id],
+        withAdmin,
+        `--key-id ${two.id} is not the key --key gives (its prefix is ${two.key.slice(0, 10)})`,
+      ],
+      [
+        'a wrong ADMIN_TOKEN',
+        ['--key', one.key, '--key-id', one.id],
+        { ...env, ADMIN_TOKEN: 'not-the-token' },
+        `ADMIN_TOKEN is not the operator token of the service at ${server.url} (GET /admin/keys/${one.id}: 403)`,
+      ],
+    ];
+    for (const [name, args, caseEnv, line] of errors) {
+      t.same(await run(['walk', file, '--url', server.url, ...args], caseEnv, dir), { code: 1, stdout: '', stderr: `${line}\n` }, name);
+    }
   });
 
   t.test('errors: one line on stderr, exit code 1', async (t) => {
