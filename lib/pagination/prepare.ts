@@ -33,15 +33,13 @@ export interface ReadQuery {
 
 /**
  * Picks the variant, checks what every variant shares (the parameters it takes, the filters, the sort), then
- * what the variant reads itself. A 400 (ApiError) on anything wrong. `rows`: the client's rows, whose filters
- * join the client's own (lib/pagination/access.ts).
+ * what the variant reads itself. A 400 (ApiError) on anything wrong.
  */
-export function readQuery(collection: Collection, params: QueryParams, cursorSecret: string, rows: RowScope = EVERY_ROW): ReadQuery {
+export function readQuery(collection: Collection, params: QueryParams, cursorSecret: string): ReadQuery {
   const { variant: name, cursor } = selectVariant(collection, params, cursorSecret);
   const variant = variants[name];
   checkParamsTaken(name, params.keys(), (param) => isFilterName(collection, param));
-  const sent = parseFilters(collection, params);
-  const filters = rows.filters.length === 0 ? sent : [...sent, ...rows.filters].sort(byFilterOrder);
+  const filters = parseFilters(collection, params);
   const sort = takes(name, 'sort') ? parseSort(collection, params) : withTieBreaker(collection.defaultSort, collection.key);
   const request = { collection, params, filters, sort, cursor };
   return { variant, request, plan: variant.read(request) };
@@ -72,12 +70,12 @@ export interface PreparedRefusal {
 export type Prepared = PreparedRead | PreparedRefusal;
 
 /** The request for collection `name` with query string `rawQuery`, read once: what it serves and costs, or its 400 or 404. */
-export function prepare(registry: Registry, name: string, rawQuery: string, cursorSecret: string, rows: RowScope = EVERY_ROW): Prepared {
+export function prepare(registry: Registry, name: string, rawQuery: string, cursorSecret: string): Prepared {
   const collection = registry.get(name);
   if (collection === undefined) return refused(new ApiError('not_found', `No collection named ${name}`));
   try {
-    const read = readQuery(collection, parseQueryString(rawQuery), cursorSecret, rows);
-    return { kind: 'read', collection, query: rawQuery, rows, read, price: queryPrice(collection, read.plan, rows.scattered) };
+    const read = readQuery(collection, parseQueryString(rawQuery), cursorSecret);
+    return { kind: 'read', collection, query: rawQuery, rows: EVERY_ROW, read, price: queryPrice(collection, read.plan) };
   } catch (error) {
     if (error instanceof ApiError) return refused(error);
     throw error;
@@ -106,21 +104,20 @@ export class Preparer {
     this.cursorSecret = cursorSecret;
   }
 
-  prepare(name: string, rawQuery: string, rows: RowScope = EVERY_ROW): Prepared {
+  prepare(name: string, rawQuery: string): Prepared {
     const collection = this.registry.get(name);
     if (collection === undefined) return refused(new ApiError('not_found', `No collection named ${name}`));
-    // The client's rows are part of the reading (a cursor binds to them): a reading is kept per rows read.
-    const key = rows.key === '' ? `${name}?${rawQuery}` : `${name}?${rawQuery}\n${rows.key}`;
+    const key = `${name}?${rawQuery}`;
     let kept = this.kept.get(key);
     if (kept === undefined) {
-      const prepared = prepare(this.registry, name, rawQuery, this.cursorSecret, rows);
+      const prepared = prepare(this.registry, name, rawQuery, this.cursorSecret);
       kept = prepared.kind === 'refused' ? prepared.error : { read: prepared.read, price: prepared.price };
       this.kept.set(key, kept);
     }
     // A value of its own each time: withEstimate gives this request's plan the estimate, not the kept one's.
     return kept instanceof ApiError
       ? refused(kept)
-      : { kind: 'read', collection, query: rawQuery, rows, read: kept.read, price: kept.price };
+      : { kind: 'read', collection, query: rawQuery, rows: EVERY_ROW, read: kept.read, price: kept.price };
   }
 
   /**
@@ -131,9 +128,25 @@ export class Preparer {
   bind(prepared: PreparedRead, principal: Principal): PreparedRead {
     const rows = rowScope(prepared.collection, principal);
     if (rows.filters.length === 0) return prepared;
-    const bound = this.prepare(prepared.collection.name, prepared.query, rows);
-    if (bound.kind === 'refused') throw bound.error;
-    return bound;
+    const { collection, query } = prepared;
+    // The client's rows are part of the reading (a cursor binds to them): a bound reading is kept per rows read.
+    const key = `${collection.name}?${query}\n${rows.key}`;
+    let kept = this.kept.get(key);
+    if (kept === undefined) {
+      // The query as already read, with the rules' filters beside the client's: only the variant's plan is
+      // made again (a cursor's filters are checked against the client's rows there).
+      try {
+        const request = { ...prepared.read.request, filters: [...prepared.read.request.filters, ...rows.filters].sort(byFilterOrder) };
+        const read = { variant: prepared.read.variant, request, plan: prepared.read.variant.read(request) };
+        kept = { read, price: queryPrice(collection, read.plan, rows.scattered) };
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        kept = error;
+      }
+      this.kept.set(key, kept);
+    }
+    if (kept instanceof ApiError) throw kept;
+    return { kind: 'read', collection, query, rows, read: kept.read, price: kept.price };
   }
 }
 
