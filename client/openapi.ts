@@ -269,7 +269,7 @@ export interface paths {
         };
         /**
          * The database answers (not rate-limited)
-         * @description A readiness check: 200 when the database answers `select 1` on the rate limiter’s own connection within 2.5 s; otherwise 503, as while the instance drains after a stop signal. Public, not rate-limited.
+         * @description A readiness check: 200 when the database answers `select 1` on the rate limiter’s own connection within 2.5 s, with the generation of the collections file and catalog served and the collections unavailable; otherwise 503, as while the instance drains after a stop signal. Public, not rate-limited.
          */
         get: operations["readyz"];
         put?: never;
@@ -278,7 +278,7 @@ export interface paths {
         options?: never;
         /**
          * The database answers (not rate-limited) (headers only)
-         * @description The answer to GET /readyz without its body: the same status and headers. A readiness check: 200 when the database answers `select 1` on the rate limiter’s own connection within 2.5 s; otherwise 503, as while the instance drains after a stop signal. Public, not rate-limited.
+         * @description The answer to GET /readyz without its body: the same status and headers. A readiness check: 200 when the database answers `select 1` on the rate limiter’s own connection within 2.5 s, with the generation of the collections file and catalog served and the collections unavailable; otherwise 503, as while the instance drains after a stop signal. Public, not rate-limited.
          */
         head: operations["readyz_head"];
         patch?: never;
@@ -319,7 +319,7 @@ export interface components {
              */
             href: string;
         };
-        /** @description application/problem+json (RFC 9457). Codes by status: 400 invalid_parameter, invalid_cursor; 401 invalid_api_key, invalid_token, unauthorized; 403 forbidden, insufficient_scope, Cost_exceeds_allowance; 404 not_found; 405 method_not_allowed; 408 request_timeout; 413 payload_too_large; 429 Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded; 431 headers_too_large; 500 internal_error; 503 unavailable. */
+        /** @description application/problem+json (RFC 9457). Codes by status: 400 invalid_parameter, invalid_cursor; 401 invalid_api_key, invalid_token, unauthorized; 403 forbidden, insufficient_scope, Cost_exceeds_allowance; 404 not_found; 405 method_not_allowed; 408 request_timeout; 413 payload_too_large; 429 Request_limit_exceeded, Concurrency_limit_exceeded, Query_limit_exceeded; 431 headers_too_large; 500 internal_error; 503 unavailable, collection_unavailable. */
         Problem: {
             /** @constant */
             type: "about:blank";
@@ -332,7 +332,7 @@ export interface components {
              * @description Machine-readable: one of the codes listed
              * @enum {string}
              */
-            code: "invalid_parameter" | "invalid_cursor" | "invalid_api_key" | "invalid_token" | "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded" | "Cost_exceeds_allowance" | "headers_too_large" | "unavailable" | "internal_error";
+            code: "invalid_parameter" | "invalid_cursor" | "invalid_api_key" | "invalid_token" | "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "Request_limit_exceeded" | "Concurrency_limit_exceeded" | "Query_limit_exceeded" | "Cost_exceeds_allowance" | "headers_too_large" | "unavailable" | "collection_unavailable" | "internal_error";
             /** @description The named parts of the request (parameters, body fields, headers) that are wrong, one entry each */
             invalid_params?: {
                 name: string;
@@ -814,7 +814,7 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -836,7 +836,7 @@ export interface operations {
             /** @description The database is away or too slow: try again after Retry-After (unavailable) */
             503: {
                 headers: {
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -976,7 +976,7 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -991,7 +991,7 @@ export interface operations {
             /** @description The database is away or too slow: try again after Retry-After (unavailable) */
             503: {
                 headers: {
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -1222,7 +1222,7 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -1241,10 +1241,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            /** @description The database is away or too slow, or the collection is unavailable (the database no longer matches its collections file): try again after Retry-After (unavailable, collection_unavailable) */
             503: {
                 headers: {
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -1259,7 +1259,7 @@ export interface operations {
                         /** @constant */
                         status?: 503;
                         /** @enum {unknown} */
-                        code?: "unavailable";
+                        code?: "unavailable" | "collection_unavailable";
                     };
                 };
             };
@@ -1459,7 +1459,7 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -1471,10 +1471,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            /** @description The database is away or too slow, or the collection is unavailable (the database no longer matches its collections file): try again after Retry-After (unavailable, collection_unavailable) */
             503: {
                 headers: {
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -1693,7 +1693,7 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -1712,10 +1712,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            /** @description The database is away or too slow, or the collection is unavailable (the database no longer matches its collections file): try again after Retry-After (unavailable, collection_unavailable) */
             503: {
                 headers: {
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -1730,7 +1730,7 @@ export interface operations {
                         /** @constant */
                         status?: 503;
                         /** @enum {unknown} */
-                        code?: "unavailable";
+                        code?: "unavailable" | "collection_unavailable";
                     };
                 };
             };
@@ -1918,7 +1918,7 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -1930,10 +1930,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            /** @description The database is away or too slow, or the collection is unavailable (the database no longer matches its collections file): try again after Retry-After (unavailable, collection_unavailable) */
             503: {
                 headers: {
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -2146,7 +2146,7 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -2165,10 +2165,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            /** @description The database is away or too slow, or the collection is unavailable (the database no longer matches its collections file): try again after Retry-After (unavailable, collection_unavailable) */
             503: {
                 headers: {
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -2183,7 +2183,7 @@ export interface operations {
                         /** @constant */
                         status?: 503;
                         /** @enum {unknown} */
-                        code?: "unavailable";
+                        code?: "unavailable" | "collection_unavailable";
                     };
                 };
             };
@@ -2365,7 +2365,7 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -2377,10 +2377,10 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is away or too slow: try again after Retry-After (unavailable) */
+            /** @description The database is away or too slow, or the collection is unavailable (the database no longer matches its collections file): try again after Retry-After (unavailable, collection_unavailable) */
             503: {
                 headers: {
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -2544,7 +2544,7 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description IETF draft-ietf-httpapi-ratelimit-headers: the tier, the units remaining `r` and the seconds until Reset `t`, e.g. `"free";r=42;t=17` */
                     RateLimit: string;
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -2566,7 +2566,7 @@ export interface operations {
             /** @description The database is away or too slow: try again after Retry-After (unavailable) */
             503: {
                 headers: {
-                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 */
+                    /** @description Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable */
                     "Retry-After": number;
                     /** @description The request's id, to quote: the client's own X-Request-Id when it is 1 to 128 of `A-Z a-z 0-9 _ . : = + / -`, else a new UUID; problem bodies carry it as `requestId` */
                     "X-Request-Id": string;
@@ -3485,6 +3485,15 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         status: "ready";
+                        /** @description What is served: which reading of the collections file and the catalog, and what of it is unavailable */
+                        collections: {
+                            /** @description 1 at start-up, one more at each reload that changed what is served */
+                            generation: number;
+                            /** @description A digest of the file and of what each collection was resolved to */
+                            hash: string;
+                            /** @description The collections answered 503 collection_unavailable: the catalog does not serve them as the file says */
+                            unavailable: string[];
+                        };
                     };
                 };
             };

@@ -40,7 +40,8 @@ export const headerDocs = {
     schema: { type: 'string', pattern: '^"[^"]*";r=\\d+;t=\\d+$' },
   },
   'Retry-After': {
-    description: 'Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503',
+    description:
+      'Seconds to wait before trying again: never past X-RateLimit-Reset on a 429; 1 on a 503 of the database; on a collection_unavailable, 1 while the catalog is read again and 5 while the collection stays unavailable',
     schema: { type: 'integer', minimum: 0 },
   },
   Allow: {

@@ -150,11 +150,13 @@ export class LiveCollections implements ServedCollections {
       const loud = this.loud;
       this.reasons = new Set();
       this.loud = false;
+      const start = performance.now();
+      const took = () => `${Math.round(performance.now() - start)} ms`;
       this.reading = this.options
         .read(this.served)
         .then(
-          (served) => this.swap(served, why, loud),
-          (error: unknown) => this.keep(error, why),
+          (served) => this.swap(served, `${why}; read in ${took()}`, loud),
+          (error: unknown) => this.keep(error, `${why}; after ${took()}`),
         )
         .finally(() => {
           this.reading = undefined;
