@@ -47,12 +47,44 @@ export async function runMigrations(url: string, options: MigrationOptions = {})
       await migrate(drizzle(sql), { migrationsFolder, migrationsSchema: SERVICE_SCHEMA });
       if ((options.functions ?? true) && !(await migratedByNewerRelease(sql)))
         await applyFunctions(sql, readFunctionFiles(), MIGRATION_LOCK);
+    } catch (error) {
+      throw await withoutPrivilege(sql, error);
     } finally {
       await sql`select pg_advisory_unlock(${MIGRATION_LOCK})`;
     }
   } finally {
     await sql.end();
   }
+}
+
+/** SQLSTATE insufficient_privilege. */
+const PERMISSION_DENIED = '42501';
+
+/**
+ * A migration the role may not run, as the one line an operator acts on: who may not do what where, and the two ways
+ * out (docs/how-to/limiter-databases.md). drizzle's migrator reports it as the statement that failed, its cause
+ * PostgreSQL's error; `CREATE SCHEMA IF NOT EXISTS` needs CREATE on the database even where the schema exists.
+ * Any other error is returned as it is.
+ */
+async function withoutPrivilege(sql: Sql, error: unknown): Promise<unknown> {
+  let cause: unknown = error;
+  while (cause instanceof Error && (cause as { code?: unknown }).code !== PERMISSION_DENIED) cause = cause.cause;
+  if (!(cause instanceof Error)) return error;
+  const [who] = await sql<{ role: string; database: string }[]>`select current_user as role, current_database() as database`.catch(() => [
+    undefined,
+  ]);
+  const role = who?.role ?? 'the role';
+  const database = who?.database ?? 'the database';
+  return new Error(
+    `the role ${role} may not create the service's schema ${SERVICE_SCHEMA} in database ${database} (PostgreSQL: ${cause.message}): ` +
+      `grant it CREATE on the database (GRANT CREATE ON DATABASE ${quoteIdentifier(database)} TO ${quoteIdentifier(role)}), ` +
+      "or set LIMITER_DATABASE_URL to a database where it may, which then holds the service's state (docs/how-to/limiter-databases.md)",
+    { cause: error },
+  );
+}
+
+function quoteIdentifier(name: string): string {
+  return /^[a-z_][a-z0-9_]*$/.test(name) ? name : `"${name.replaceAll('"', '""')}"`;
 }
 
 /** Our journal's entries, oldest first. */

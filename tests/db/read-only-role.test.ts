@@ -2,11 +2,16 @@
 // service's whole state (its schema: keys, tiers, limiter, cursor secret, journal) lives there, and the data
 // connection needs only SELECT on what is served. The data role here has CONNECT on its database, USAGE on one
 // schema and SELECT on one table, nothing more (no CREATE, no TEMP, nothing on public); the service serves the table
-// from a collections file, every row once along its cursor links, and the data database ends as it began.
+// from a collections file, every row once along its cursor links, and the data database ends as it began. Without
+// LIMITER_DATABASE_URL, such a role may not make the service's schema: start-up stops with one line that says so and
+// names the two ways out (issue 47).
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Sql } from 'postgres';
 import t from 'tap';
 import { scratchSession, serverUrl, urlFor } from '../helpers/db.ts';
@@ -14,6 +19,7 @@ import { freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 
 const ROWS = 47;
+const root = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Every schema, relation and function of the database, system ones included, and every privilege on them. */
 async function catalogOf(sql: Sql): Promise<string[]> {
@@ -83,6 +89,25 @@ t.test('with a limiter database of its own, the service serves a team table thro
   const readerUrl = new URL(urlFor(dataName));
   readerUrl.username = role;
   readerUrl.password = password;
+  // Without a limiter database, the service's state would go on the data database, where the role may create nothing.
+  const alone = spawn(process.execPath, ['server.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', PORT: String(await freePort()), DATABASE_URL: readerUrl.toString(), COLLECTIONS: file },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  alone.stderr.on('data', (chunk) => (stderr += chunk));
+  const [code] = await once(alone, 'exit');
+  t.equal(code, 1, 'start-up stops');
+  t.equal(
+    stderr,
+    `Could not start: the role ${role} may not create the service's schema paginated_collections in database ${dataName} ` +
+      `(PostgreSQL: permission denied for database ${dataName}): grant it CREATE on the database (GRANT CREATE ON DATABASE ${dataName} TO ${role}), ` +
+      "or set LIMITER_DATABASE_URL to a database where it may, which then holds the service's state (docs/how-to/limiter-databases.md)\n",
+    'one line: permission denied, and the two ways out',
+  );
+  t.same(await catalogOf(data), dataBefore, 'and the data database is as it was');
+
   const server = await startServer(t, await freePort(), {
     DATABASE_URL: readerUrl.toString(),
     LIMITER_DATABASE_URL: urlFor(limiterName),
