@@ -122,14 +122,14 @@ function headOf(get: Schema, path: string): Schema {
   };
 }
 
-function linksObject(rels: readonly string[]): Schema {
+function linksObject(rels: readonly string[], required: readonly string[] = rels): Schema {
   return {
     type: 'object',
     properties: {
       _links: {
         type: 'object',
         properties: Object.fromEntries(rels.map((rel) => [rel, ref('Link')])),
-        required: rels,
+        required,
         additionalProperties: false,
       },
     },
@@ -397,13 +397,13 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
       get: {
         operationId: 'index',
         tags: ['collections'],
-        summary: 'The index: a link to every collection',
+        summary: 'The index: a link to every collection the client may read',
         description:
-          'One `_links` entry per collection, in the body and in a Link header, which also links this description and the docs page. ' +
-          'Rate-limited like everything under /v1: without an API key a client is counted by its IP address.',
+          'One `_links` entry per collection the client may read (its credentials, their collections and claims: docs/reference/api.md, "Access"), in the body and in a Link header, which also links this description and the docs page. ' +
+          'Rate-limited like everything under /v1: without an API key or a token a client is counted by its IP address.',
         security: [{}, { bearerAuth: [] }],
         responses: {
-          '200': json('Links', linksObject(['self', ...registry.keys()]), { Link: { ...headerDocs.Link, required: true }, ...rateLimited }),
+          '200': json('Links', linksObject(['self', ...registry.keys()], ['self']), { Link: { ...headerDocs.Link, required: true }, ...rateLimited }),
           '400': problem(400, 'The links’ origin (Host, or X-Forwarded-Host from a trusted proxy) is over 300 characters', rateLimited),
           '401': problem(401, 'The API key is unknown, revoked or malformed', rateLimited),
           ...limitedErrors(),
