@@ -153,7 +153,7 @@ export function safeDefaultWarnings(collections: readonly Collection[], source: 
     const warn = (text: string) => lines.push(`Warning: collections file ${source}, collection ${collection.name}: ${text}`);
     if (!collection.columnsListed) {
       warn(
-        `no columns list: it serves every column of ${qualifiedName(collection.relation)}, and any column added to it from the next start on; list the columns to serve`,
+        `no columns list: it serves every column of ${qualifiedName(collection.relation)}, and any column added to it once the catalog is read again; list the columns to serve`,
       );
     }
     for (const field of collection.fields) {

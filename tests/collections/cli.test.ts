@@ -96,8 +96,8 @@ t.test('init and check against a database', async (t) => {
         0,
         [
           'Warning: collections file films.yaml, collection films: column secret is served, and its name says it holds a secret (secret): leave it out unless every client may read it',
-          'Warning: collections file films.yaml, collection payments: no columns list: it serves every column of shop.payments, and any column added to it from the next start on; list the columns to serve',
-          'Warning: collections file films.yaml, collection film_titles: no columns list: it serves every column of shop.film_titles, and any column added to it from the next start on; list the columns to serve',
+          'Warning: collections file films.yaml, collection payments: no columns list: it serves every column of shop.payments, and any column added to it once the catalog is read again; list the columns to serve',
+          'Warning: collections file films.yaml, collection film_titles: no columns list: it serves every column of shop.film_titles, and any column added to it once the catalog is read again; list the columns to serve',
           '',
         ].join('\n'),
       ],
@@ -311,7 +311,7 @@ t.test('init and check against a database', async (t) => {
     t.equal(
       check.stderr,
       [
-        'Warning: collections file bad.yaml, collection countries: no columns list: it serves every column of shop.countries, and any column added to it from the next start on; list the columns to serve',
+        'Warning: collections file bad.yaml, collection countries: no columns list: it serves every column of shop.countries, and any column added to it once the catalog is read again; list the columns to serve',
         'Invalid collections file bad.yaml, collection films: column Title: no such column in shop.films (did you mean title?)',
         'Invalid collections file bad.yaml, collection films: sort by length_minutes: no btree index serves it (length_minutes, film_id); add one, or accept it with unindexedSorts: true',
         'Invalid collections file bad.yaml, collection film_titles: a view has no key the catalog knows: name its columns with key',

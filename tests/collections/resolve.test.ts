@@ -495,7 +495,7 @@ t.test('warnings: a served column named as a secret, a collection without a colu
   const warning = (text: string) => `Warning: collections file collections.yaml, collection users: ${text}`;
   t.same(resolve(catalog, 'collections: [{relation: public.users}]').warnings, [
     warning(
-      'no columns list: it serves every column of public.users, and any column added to it from the next start on; list the columns to serve',
+      'no columns list: it serves every column of public.users, and any column added to it once the catalog is read again; list the columns to serve',
     ),
     warning('column password_hash is served, and its name says it holds a secret (password): leave it out unless every client may read it'),
     warning('column apiToken is served, and its name says it holds a secret (token): leave it out unless every client may read it'),

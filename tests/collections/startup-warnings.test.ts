@@ -29,7 +29,7 @@ t.test('a file that serves a password hash and lists no columns: served, with a 
   t.same(
     warnings,
     [
-      `${prefix} no columns list: it serves every column of public.users, and any column added to it from the next start on; list the columns to serve`,
+      `${prefix} no columns list: it serves every column of public.users, and any column added to it once the catalog is read again; list the columns to serve`,
       `${prefix} column password_hash is served, and its name says it holds a secret (password): leave it out unless every client may read it`,
       `${prefix} column api_token is served, and its name says it holds a secret (token): leave it out unless every client may read it`,
     ],

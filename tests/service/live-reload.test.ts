@@ -4,6 +4,7 @@
 // a 500, no request of a collection left alone fails, each change is served (or refused as unavailable) at both
 // instances within 2 s of its NOTIFY or SIGHUP, or of the statement that met it; an instance restarted with a broken
 // collection serves every other.
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -59,15 +60,10 @@ collections:
 `;
 }
 
-/** Sends DDL notifications as a team would (docs/how-to/schema-changes.md, "Automatic: an event trigger"). */
-const EVENT_TRIGGER = `
-  create function public.notify_paginated_collections() returns event_trigger language plpgsql as $$
-  begin
-    perform pg_notify('paginated_collections_reload', tg_tag);
-  end $$;
-  create event trigger notify_paginated_collections on ddl_command_end
-    execute function public.notify_paginated_collections();
-`;
+/** The event trigger a team installs to send DDL notifications: the page's one SQL block, as written there. */
+const EVENT_TRIGGER = /^```sql\n([^`]*)^```$/m.exec(
+  readFileSync(new URL('../../docs/how-to/schema-changes.md', import.meta.url), 'utf8'),
+)![1]!;
 
 const COLLECTIONS = ['stable', 'people', 'events', 'tags', 'wide', 'gone', 'shelf'] as const;
 type Name = (typeof COLLECTIONS)[number];
@@ -164,6 +160,7 @@ t.test('schema changes under load at two instances: no 500, the others unharmed,
     const res = await fetch(`${server.url}/v1/tags?sort=label&offset=4000&limit=1&count=none`, { headers: { 'x-request-id': probe } });
     t.equal(res.status, 200, probe);
     const line = await waitFor(`the log line of ${probe}`, () => logLines(server.output()).find((line) => line.reqId === probe), {
+      until: (line) => line !== undefined,
       timeoutMs: 2_000,
     });
     return line.cost as number;
