@@ -5,7 +5,8 @@
 # recipe (docs/how-to/walk-a-collection.md), pgbouncer for tests/db/pgbouncer.test.ts (the read-replica test uses PostgreSQL's
 # own pg_basebackup), haproxy for tests/deploy/haproxy-rolling-restart.test.ts and tests/deploy/compose.test.ts,
 # util-linux's script(1) for a terminal in tests/http/request-log.test.ts, redis-server for the bench's Fastify
-# peer (tests/bench/peer-fastify.test.ts). Deno and Bun come from npm.
+# peer (tests/bench/peer-fastify.test.ts), psql and openssl for the walkthrough's lines (tests/docs/pagila.test.ts).
+# Deno and Bun come from npm.
 # Only what is missing is installed, so a rerun starts at once; not as root, it names what to install.
 set -euo pipefail
 missing=()
@@ -16,6 +17,8 @@ command -v http >/dev/null || missing+=(httpie)
 [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 command -v script >/dev/null || missing+=(util-linux)
 command -v redis-server >/dev/null || missing+=(redis-server)
+command -v psql >/dev/null || missing+=(postgresql-client)
+command -v openssl >/dev/null || missing+=(openssl)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
   echo "npm test needs Debian's ${missing[*]}: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
