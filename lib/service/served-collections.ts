@@ -129,13 +129,6 @@ export class LiveCollections implements ServedCollections {
     this.reload(`a request for ${name}, unavailable`, true);
   }
 
-  /** Resolves once no reading is asked for nor under way. */
-  async settled(): Promise<void> {
-    while (this.timer !== undefined || this.reading !== undefined) {
-      await (this.reading ?? new Promise((resolve) => setTimeout(resolve, this.debounceMs)));
-    }
-  }
-
   /** No reading from now on (the process is stopping). */
   close(): void {
     this.closed = true;
@@ -209,7 +202,7 @@ export function unavailableLine(name: string, problems: readonly string[]): stri
 }
 
 /** `Serving generation 2 (5f0c…) of collections.yaml: products, orders; unavailable: users`. */
-export function servingLine(generation: Generation, source: string): string {
+function servingLine(generation: Generation, source: string): string {
   const served = [...generation.registry.keys()].join(', ') || 'nothing';
   const unavailable = generation.unavailable.size === 0 ? '' : `; unavailable: ${[...generation.unavailable.keys()].join(', ')}`;
   return `Serving generation ${generation.number} (${generation.hash}) of ${source}: ${served}${unavailable}`;
