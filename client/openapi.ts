@@ -32,8 +32,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The index: a link to every collection
-         * @description One `_links` entry per collection, in the body and in a Link header, which also links this description and the docs page. Rate-limited like everything under /v1: without an API key a client is counted by its IP address.
+         * The index: a link to every collection the client may read
+         * @description One `_links` entry per collection the client may read (its credentials, their collections and claims: docs/reference/api.md, "Access"), in the body and in a Link header, which also links this description and the docs page. Rate-limited like everything under /v1: without an API key or a token a client is counted by its IP address.
          */
         get: operations["index"];
         put?: never;
@@ -41,8 +41,8 @@ export interface paths {
         delete?: never;
         options?: never;
         /**
-         * The index: a link to every collection (headers only)
-         * @description The answer to GET /v1 without its body: the same status and headers, and is charged what the GET would be. One `_links` entry per collection, in the body and in a Link header, which also links this description and the docs page. Rate-limited like everything under /v1: without an API key a client is counted by its IP address.
+         * The index: a link to every collection the client may read (headers only)
+         * @description The answer to GET /v1 without its body: the same status and headers, and is charged what the GET would be. One `_links` entry per collection the client may read (its credentials, their collections and claims: docs/reference/api.md, "Access"), in the body and in a Link header, which also links this description and the docs page. Rate-limited like everything under /v1: without an API key or a token a client is counted by its IP address.
          */
         head: operations["index_head"];
         patch?: never;
@@ -353,10 +353,7 @@ export interface components {
             category: string;
             /** @description integer */
             priceCents: number;
-            /**
-             * Format: date-time
-             * @description timestamp(6) with time zone: RFC 3339, UTC, six fractional digits
-             */
+            /** @description timestamp(6) with time zone: RFC 3339, UTC, six fractional digits; BC with " BC", a year past 9999 with all its digits, infinity and -infinity */
             createdAt: string;
         };
         /** A chunk of products, offset pagination */
@@ -437,10 +434,7 @@ export interface components {
             status: string;
             /** @description integer */
             totalCents: number;
-            /**
-             * Format: date-time
-             * @description timestamp(6) with time zone: RFC 3339, UTC, six fractional digits
-             */
+            /** @description timestamp(6) with time zone: RFC 3339, UTC, six fractional digits; BC with " BC", a year past 9999 with all its digits, infinity and -infinity */
             createdAt: string;
         };
         /** A chunk of orders, cursor pagination */
@@ -465,10 +459,7 @@ export interface components {
             type: string;
             /** @description text */
             source: string;
-            /**
-             * Format: date-time
-             * @description timestamp(6) with time zone: RFC 3339, UTC, six fractional digits
-             */
+            /** @description timestamp(6) with time zone: RFC 3339, UTC, six fractional digits; BC with " BC", a year past 9999 with all its digits, infinity and -infinity */
             occurredAt: string;
             /** @description text */
             message: string;
@@ -702,9 +693,9 @@ export interface operations {
                     "application/json": {
                         _links: {
                             self: components["schemas"]["Link"];
-                            products: components["schemas"]["Link"];
-                            orders: components["schemas"]["Link"];
-                            events: components["schemas"]["Link"];
+                            products?: components["schemas"]["Link"];
+                            orders?: components["schemas"]["Link"];
+                            events?: components["schemas"]["Link"];
                         };
                     };
                 };

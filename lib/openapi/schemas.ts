@@ -2,7 +2,7 @@
 // and the variants), the links, and the one problem+json schema with every error code (lib/http/errors.ts).
 import { errorStatus } from '../http/errors.ts';
 import type { Collection, Field, FieldType, VariantName } from '../pagination/registry.ts';
-import { PRINTED_TIMESTAMP } from '../pagination/timestamps.ts';
+import { PRINTED_EXCEPTION, PRINTED_TIMESTAMP } from '../pagination/timestamps.ts';
 import { PRINTED, type TypeFacts } from '../pagination/values.ts';
 
 type Schema = Record<string, unknown>;
@@ -30,16 +30,15 @@ const INT4: Schema = { type: 'integer', minimum: -(2 ** 31), maximum: 2 ** 31 - 
 const SPECIAL_NUMBERS = ['NaN', 'Infinity', '-Infinity'];
 /** Dates and UTC timestamps printed that RFC 3339 cannot write: BC, years past 9999, ±infinity (docs/reference/api.md, "Values"). */
 const DATE_EXCEPTIONS = /^(?:\d{4,}-\d{2}-\d{2} BC|\d{5,}-\d{2}-\d{2}|-?infinity)$/;
-const UTC_EXCEPTIONS = /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z BC|\d{5,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z|-?infinity)$/;
 const TIMESTAMP_NOTE = 'RFC 3339, UTC, six fractional digits';
 const PRINTED_UTC: Schema = { type: 'string', format: 'date-time', pattern: PRINTED_TIMESTAMP.source };
 
 /**
- * One value, not null, as items print it (docs/reference/api.md, "Values"): a field's, or with `element` an array element's.
+ * One value, not null, as items print it (docs/reference/api.md, "Values"): a field's or an array element's.
  * A form RFC 3339 or JSON Schema has a format for says it (date, date-time, uuid, int64); the exceptions PostgreSQL
  * prints beside it are a second branch, each branch typed, so that generated types stay `string` or `number`.
  */
-function printedSchema(type: FieldType, facts: TypeFacts, element: boolean): Schema {
+function printedSchema(type: FieldType, facts: TypeFacts): Schema {
   switch (type) {
     case 'integer':
       return INT4;
@@ -73,8 +72,7 @@ function printedSchema(type: FieldType, facts: TypeFacts, element: boolean): Sch
         ],
       };
     case 'timestamp':
-      // A field RFC 3339 cannot print fails its request; an array's element is printed in SQL, exceptions and all.
-      return element ? { anyOf: [PRINTED_UTC, { type: 'string', pattern: UTC_EXCEPTIONS.source }] } : PRINTED_UTC;
+      return { anyOf: [PRINTED_UTC, { type: 'string', pattern: PRINTED_EXCEPTION.source }] };
     case 'localTimestamp':
       return { type: 'string', pattern: PRINTED.localTimestamp.source };
     case 'time':
@@ -94,7 +92,7 @@ function printedSchema(type: FieldType, facts: TypeFacts, element: boolean): Sch
 }
 
 /** What a value of a type is, in words, for a field's or an array element's description (docs/reference/api.md, "Values"). */
-function printedNote(type: FieldType, facts: TypeFacts, element: boolean): string | undefined {
+function printedNote(type: FieldType, facts: TypeFacts): string | undefined {
   switch (type) {
     case 'int8':
       return "exact, written from PostgreSQL's text past 2^53 too (JSON.parse's context.source or a big-number parser keeps every digit)";
@@ -117,7 +115,7 @@ function printedNote(type: FieldType, facts: TypeFacts, element: boolean): strin
     case 'date':
       return 'YYYY-MM-DD (RFC 3339 full-date); a BC date with " BC", a year past 9999 with all its digits, infinity and -infinity';
     case 'timestamp':
-      return element ? `${TIMESTAMP_NOTE}; BC with " BC", a year past 9999 with all its digits, infinity and -infinity` : TIMESTAMP_NOTE;
+      return `${TIMESTAMP_NOTE}; BC with " BC", a year past 9999 with all its digits, infinity and -infinity`;
     case 'localTimestamp':
       return 'YYYY-MM-DDTHH:MM:SS.ffffff, six fractional digits, no offset; BC with " BC", infinity and -infinity';
     case 'time':
@@ -144,10 +142,10 @@ function printedNote(type: FieldType, facts: TypeFacts, element: boolean): strin
 }
 
 /** A field's or an element's description: its SQL type (a domain with what it is over), and how its values are printed. */
-function describe(type: FieldType, facts: TypeFacts, element = false): string {
+function describe(type: FieldType, facts: TypeFacts): string {
   const [domain, ...inner] = facts.domains;
   const sqlType = domain === undefined ? facts.sqlType : `${domain} (a domain over ${[...inner, facts.sqlType].join(', over ')})`;
-  const note = printedNote(type, facts, element);
+  const note = printedNote(type, facts);
   return note === undefined ? sqlType : `${sqlType}: ${note}`;
 }
 
@@ -177,16 +175,16 @@ const MAX_DIMENSIONS = 6;
 function fieldSchema(field: Field): Schema {
   const { facts } = field.value;
   const { element } = facts;
-  let schema = printedSchema(field.type, facts, false);
+  let schema = printedSchema(field.type, facts);
   if (field.type === 'array' && element !== undefined) {
-    const value = orNull(printedSchema(element.type, element.facts, true));
+    const value = orNull(printedSchema(element.type, element.facts));
     // to_json nests a multi-dimensional array's rows; elements printed one by one (dates, times) are flattened.
     let items = value;
     const nests = element.nested && (value.type !== undefined || value.anyOf !== undefined);
     for (let dimension = 1; nests && dimension < MAX_DIMENSIONS; dimension++) {
       items = { anyOf: [...((value.anyOf as Schema[] | undefined) ?? [value]), { type: 'array', items }] };
     }
-    schema = { type: 'array', items: { ...items, description: describe(element.type, element.facts, true) } };
+    schema = { type: 'array', items: { ...items, description: describe(element.type, element.facts) } };
   }
   return orNull({ ...schema, description: describe(field.type, facts) }, field.nullable);
 }

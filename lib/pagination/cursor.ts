@@ -17,6 +17,7 @@ import {
 import type { Links } from './links.ts';
 import { type Collection, type Field, type SortKey, splitSort } from './registry.ts';
 import { sortParam, withTieBreaker } from './sort.ts';
+import { integerText } from './values.ts';
 import { defineVariant, type QueryRequest, type Reading } from './variants.ts';
 
 /** A query of the cursor variant: its order, its filters, and the position it continues after. */
@@ -72,8 +73,8 @@ function parseSinceId(collection: Collection, text: string): string | number {
   if (field === undefined) {
     throw invalidParameter('since_id', `is not offered by ${collection.name}, whose key is not one integer field`);
   }
-  const value = field.value.parse('since_id', text);
-  if (value.startsWith('-')) throw invalidParameter('since_id', 'must not be negative');
+  // The key type's own reading, then its range from 0: one wording for both ("must be an integer from 0 to …").
+  const value = integerText('since_id', text, 0n, field.value.integer!.max);
   return field.value.bind(value) as string | number;
 }
 

@@ -4,6 +4,8 @@ import { invalidParameter } from '../http/errors.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, Field, FilterOp } from './registry.ts';
 
+import { operatorOf } from './values.ts';
+
 export { MAX_TEXT_LENGTH } from './values.ts';
 
 export interface Filter {
@@ -92,11 +94,20 @@ function filterSlot(at: number): Placeholder {
   return sql.placeholder(`f${at}`);
 }
 
+/** The SQL operator of each comparing filter. */
+const OPERATORS = { eq: '=', ne: '<>', lt: '<', lte: '<=', gt: '>', gte: '>=', in: '=', prefix: '~~' } as const;
+
 function condition(collection: Collection, filter: Filter, at: number): SQL {
   const field = filteredField(collection, filter);
   const column = field.column;
   const slot = filterSlot(at);
   const value = field.value.literal(slot);
+  if (field.value.operatorSchema !== undefined && filter.op !== 'isnull') {
+    // An extension's type (citext): its own operators, named with their schema (lib/pagination/values.ts, operatorOf).
+    const op = operatorOf(field.value, OPERATORS[filter.op]);
+    if (filter.op === 'in') return sql`${column} ${op} any(${slot}::${sql.raw(field.value.arrayType)})`;
+    return sql`${column} ${op} ${filter.op === 'prefix' ? slot : value}`;
+  }
   switch (filter.op) {
     case 'eq':
       return eq(column, value);

@@ -9,18 +9,6 @@ type ItemReader = (row: readonly unknown[]) => Item;
 
 const readers = new WeakMap<Collection, ItemReader>();
 
-/**
- * A timestamp that RFC 3339 cannot print (±infinity, BC, a year past 9999): the constraints of the demo
- * tables refuse them (docs/reference/database.md, "Timestamps in the tables"); a collection over a table without
- * them fails the request (a 500, logged) rather than print a wrong instant or a cursor no one can follow.
- */
-class UnprintableTimestamp extends Error {
-  constructor(collection: string, field: string, text: unknown) {
-    super(`${collection}.${field} holds a timestamp RFC 3339 cannot print (epoch seconds ${String(text)})`);
-    this.name = 'UnprintableTimestamp';
-  }
-}
-
 const itemLists = new WeakMap<readonly unknown[][], Item[]>();
 
 /**
@@ -40,7 +28,7 @@ export function itemsOf(collection: Collection, rows: readonly unknown[][], coun
 
 /**
  * Reads rows that select the collection's fields in order: each value its field's type prints (lib/pagination/values.ts:
- * timestamps from the epoch seconds epochSeconds selects, exact numbers from PostgreSQL's text), others as they come.
+ * timestamps from the epoch seconds timestampSelection selects, exact numbers from PostgreSQL's text), others as they come.
  */
 function itemReader(collection: Collection): ItemReader {
   let reader = readers.get(collection);
@@ -53,13 +41,7 @@ function itemReader(collection: Collection): ItemReader {
     for (let at = 0; at < names.length; at++) {
       const value = row[at];
       const print = printers[at];
-      if (print !== undefined && value !== null) {
-        const printed = print(value);
-        if (printed === undefined) throw new UnprintableTimestamp(collection.name, names[at]!, value);
-        item[names[at]!] = printed;
-      } else {
-        item[names[at]!] = value;
-      }
+      item[names[at]!] = print !== undefined && value !== null ? print(value) : value;
     }
     return item;
   };

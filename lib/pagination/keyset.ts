@@ -11,7 +11,7 @@ import type { Collection, Field, SortKey } from './registry.ts';
 import { collectionKey, literalLimit, shapeOf } from './shapes.ts';
 import { runShape } from './shared-reads.ts';
 import { orderBy, sortParam } from './sort.ts';
-import type { KeyValue as Value } from './values.ts';
+import { operatorOf, type KeyValue as Value } from './values.ts';
 import type { ChunkRequest, QueryRequest } from './variants.ts';
 
 /** The query of links that carry none of the request's parameters (cursorLinks). */
@@ -43,6 +43,8 @@ interface Group {
   readonly descending: boolean;
   /** Set for a key that may hold NULL: whether the position's value of it is NULL. */
   readonly nullable?: { readonly isNull: boolean };
+  /** Set for a key of an extension's type (citext), alone in its group: its operators' schema (operatorOf). */
+  readonly operators?: Pick<Field['value'], 'operatorSchema'>;
 }
 
 function tuple(parts: SQL[]): SQL {
@@ -51,7 +53,7 @@ function tuple(parts: SQL[]): SQL {
 
 function compare(group: Group, strict: boolean): SQL {
   const op = group.descending ? (strict ? '<' : '<=') : strict ? '>' : '>=';
-  return sql`${tuple(group.columns)} ${sql.raw(op)} ${tuple(group.values)}`;
+  return sql`${tuple(group.columns)} ${operatorOf(group.operators ?? {}, op)} ${tuple(group.values)}`;
 }
 
 /**
@@ -69,7 +71,7 @@ function strictlyPast(group: Group): SQL | undefined {
 /** Rows level with the group's position value. */
 function level(group: Group): SQL {
   if (group.nullable?.isNull) return sql`${group.columns[0]!} is null`;
-  return sql`${tuple(group.columns)} = ${tuple(group.values)}`;
+  return sql`${tuple(group.columns)} ${operatorOf(group.operators ?? {}, '=')} ${tuple(group.values)}`;
 }
 
 /**
@@ -132,14 +134,26 @@ function afterPosition(
   keys.forEach((key, at) => {
     const field = collection.fields.get(key.field)!;
     const column = sql`${field.column}`;
+    // A row comparison takes each column's operators by name from the search path: an extension's type is compared alone.
+    const operators = field.value.operatorSchema === undefined ? undefined : field.value;
     if (field.nullable) {
       const value = nulls[at] ? sql`null` : keyLiteral(field, keySlot(at));
-      groups.push({ columns: [column], values: [value], descending: key.descending, nullable: { isNull: nulls[at] === true } });
+      groups.push({
+        columns: [column],
+        values: [value],
+        descending: key.descending,
+        nullable: { isNull: nulls[at] === true },
+        ...(operators ? { operators } : {}),
+      });
       return;
     }
     const value = keyLiteral(field, keySlot(at));
+    if (operators) {
+      groups.push({ columns: [column], values: [value], descending: key.descending, operators });
+      return;
+    }
     const last = groups.at(-1);
-    if (last && !last.nullable && last.descending === key.descending) {
+    if (last && !last.nullable && last.operators === undefined && last.descending === key.descending) {
       last.columns.push(column);
       last.values.push(value);
     } else {

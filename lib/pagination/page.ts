@@ -15,7 +15,7 @@ export const pageVariant = defineVariant({
     const value = params.get('page');
     const page = value === undefined ? 0 : parseInteger('page', value, 0, MAX_SAFE);
     if (page > Math.floor(MAX_SAFE / pageSize)) {
-      throw invalidParameter('page', `must be at most ${Math.floor(MAX_SAFE / pageSize)} with page-size ${pageSize}`);
+      throw invalidParameter('page', `must be an integer from 0 to ${Math.floor(MAX_SAFE / pageSize)} with page-size ${pageSize}`);
     }
     return positionalPlan(request, page * pageSize, pageSize);
   },

@@ -44,7 +44,7 @@ export interface Field {
   readonly value: ValueType;
   /** Whether it may hold NULL (a sort key that may is compared with expanded predicates: lib/pagination/keyset.ts). */
   readonly nullable: boolean;
-  /** What the item selects: the column, or for a timestamp its exact epoch seconds (epochSeconds), which items print in JS. */
+  /** What the item selects: the column, or an expression of it (a timestamp's exact epoch seconds, timestampSelection, which items print in JS). */
   readonly selection: AnyPgColumn | SQL.Aliased;
 }
 

@@ -4,11 +4,10 @@
 // What the OpenAPI document says of them comes from here too: the type's facts, the forms printed and accepted.
 import { type Placeholder, type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
-import { formatEpoch } from '../../db/timestamps.ts';
 import { type ColumnType, qualifiedName } from '../catalog/model.ts';
 import type { ValueKind } from '../collections/kinds.ts';
 import { invalidParameter } from '../http/errors.ts';
-import { epochSeconds, isTimestampText, parseTimestamp, timestampValue } from './timestamps.ts';
+import { heldDay, isTimestampText, LAST_YEAR, parseTimestamp, printTimestamp, timestampSelection, timestampValue } from './timestamps.ts';
 
 /** What a field is, as the OpenAPI document describes it. integer: int4; int8: exact, never a JS number; timestamp: timestamptz. */
 export type FieldType =
@@ -38,7 +37,7 @@ export interface ValueType {
   readonly type: FieldType;
   /** What an item selects for the column, under the field's name: the column, or an expression of it. */
   select(column: AnyPgColumn | SQL, name: string): AnyPgColumn | SQL.Aliased;
-  /** The item's value of what the selection returns (never null); undefined when it cannot be printed. Absent: as it comes. */
+  /** The item's value of what the selection returns (never null). Absent: as it comes. */
   readonly print?: (raw: unknown) => unknown;
   /** The cursor's value of an item's printed value (never null). Absent: the value itself. */
   readonly position?: (printed: unknown) => KeyValue;
@@ -52,10 +51,22 @@ export interface ValueType {
   parse(name: string, text: string): string;
   /** The parameter, and the position value, of normalised text. */
   bind(text: string): KeyValue;
-  /** An integer type: since_id takes it when it is the whole key. */
-  readonly integer?: boolean;
+  /** An integer type's range: since_id takes it, from 0, when it is the whole key. */
+  readonly integer?: { readonly min: bigint; readonly max: bigint };
   /** What the catalog says of the column's type: the OpenAPI document reads it. */
   readonly facts: TypeFacts;
+  /**
+   * The schema of the type's comparison operators, quoted, when they are an extension's (citext's): a filter and a
+   * cursor's position compare with them by name, `operator("ext".=)`, as ORDER BY does through the type's operator
+   * class. Unqualified, `=` on a citext installed off the search path is text's: case-sensitive, while the order is
+   * not, and a walk would skip rows.
+   */
+  readonly operatorSchema?: string;
+}
+
+/** A comparison operator of a value type, qualified where its type's operators are an extension's. */
+export function operatorOf(value: Pick<ValueType, 'operatorSchema'>, op: '=' | '<>' | '<' | '<=' | '>' | '>=' | '~~'): SQL {
+  return sql.raw(value.operatorSchema === undefined ? op : `operator(${value.operatorSchema}.${op})`);
 }
 
 /**
@@ -83,15 +94,20 @@ export interface TypeFacts {
   readonly element?: { readonly type: FieldType; readonly facts: TypeFacts; readonly nested: boolean };
 }
 
-/** An integer written as plain decimal digits (a `-` where the range has negatives), within [min, max], as normalised text. */
+/**
+ * An integer written as plain decimal digits (a `-` where the range has negatives), within [min, max], as normalised
+ * text; anything else a 400 saying the range, the one wording of every integer parameter (docs/reference/api.md, "Parameters").
+ */
+export function integerText(name: string, text: string, min: bigint, max: bigint): string {
+  const reason = `must be an integer from ${min} to ${max}`;
+  if (!(min < 0n ? /^-?\d{1,20}$/ : /^\d{1,20}$/).test(text)) throw invalidParameter(name, reason);
+  const value = BigInt(text);
+  if (value < min || value > max) throw invalidParameter(name, reason);
+  return String(value);
+}
+
 function integerParser(min: bigint, max: bigint): (name: string, text: string) => string {
-  return (name, text) => {
-    const reason = `must be an integer from ${min} to ${max}`;
-    if (!(min < 0n ? /^-?\d{1,20}$/ : /^\d{1,20}$/).test(text)) throw invalidParameter(name, reason);
-    const value = BigInt(text);
-    if (value < min || value > max) throw invalidParameter(name, reason);
-    return String(value);
-  };
+  return (name, text) => integerText(name, text, min, max);
 }
 /** The longest value a text filter takes. */
 export const MAX_TEXT_LENGTH = 1000;
@@ -100,8 +116,13 @@ const same = (column: AnyPgColumn | SQL): AnyPgColumn | SQL.Aliased => column as
 
 function parseText(name: string, value: string): string {
   if (value.length > MAX_TEXT_LENGTH) throw invalidParameter(name, `must be at most ${MAX_TEXT_LENGTH} characters`);
+  // The query string refuses control characters (lib/pagination/params.ts); a cursor's filters come this way too.
+  if (value.includes('\0')) throw invalidParameter(name, 'must not contain a NUL: PostgreSQL text cannot hold one');
   return value;
 }
+
+/** A text key value from a cursor: any string PostgreSQL text can hold. */
+const isText = (value: unknown): value is string => typeof value === 'string' && !value.includes('\0');
 
 // ---- Exact printing.
 
@@ -165,9 +186,10 @@ function validDate(y: string, m: string, d: string): boolean {
   return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month);
 }
 
-function validTime(h: string, m: string, s: string | undefined, allow24: boolean): boolean {
+function validTime(h: string, m: string, s: string | undefined, allow24: boolean, fraction = ''): boolean {
   const hour = Number(h);
-  const rest = Number(m) + Number(s ?? 0);
+  // 24:00:00 is the end of a day for time and timetz; 24:00:00.5 is no time at all (PostgreSQL: out of range).
+  const rest = Number(m) + Number(s ?? 0) + Number(`0.${fraction}0`);
   return Number(m) <= 59 && Number(s ?? 0) <= 59 && (hour <= 23 || (allow24 && hour === 24 && rest === 0));
 }
 
@@ -176,6 +198,41 @@ function numberParser(name: string, text: string): string {
     throw invalidParameter(name, 'must be a decimal number (digits, an optional sign, fraction and exponent), NaN, Infinity or -Infinity');
   }
   return text;
+}
+
+/**
+ * real and double precision as PostgreSQL reads them (float4in, float8in): a number that rounds past the largest
+ * finite value is out of range, and so is a nonzero one that rounds to 0; one that rounds to a denormal is kept.
+ * JS rounds decimal text to a double as strtod does; Math.fround after it can round a value a hair inside real's
+ * range out of it (twice rounded), never one outside into it, so no value PostgreSQL refuses is let through.
+ */
+const FLOATS = {
+  float4: { name: 'real', round: Math.fround, smallest: '1.4e-45', largest: '3.4028235e+38' },
+  float8: { name: 'double precision', round: (value: number) => value, smallest: '4.9e-324', largest: '1.7976931348623157e+308' },
+} as const;
+type FloatName = keyof typeof FLOATS;
+
+/** Whether decimal text (as ACCEPTED.decimal or NUMBER_TEXT takes it, or NaN, ±Infinity) is a value of the float type. */
+function inFloatRange(float: FloatName, text: string): boolean {
+  if (SPECIAL_NUMBERS.has(text)) return true;
+  const value = FLOATS[float].round(Number(text));
+  if (!Number.isFinite(value)) return false;
+  // 0 only from a zero: 0e-400 is 0, 1e-400 underflows.
+  return value !== 0 || !/[1-9]/.test(text.replace(/[eE].*$/, ''));
+}
+
+function floatParser(float: FloatName): (name: string, text: string) => string {
+  const { name: type, smallest, largest } = FLOATS[float];
+  return (name, text) => {
+    const value = numberParser(name, text);
+    if (!inFloatRange(float, value)) {
+      throw invalidParameter(
+        name,
+        `must be within the range of ${type}: a magnitude from ${smallest} to ${largest}, 0, NaN, Infinity or -Infinity`,
+      );
+    }
+    return value;
+  };
 }
 
 // ---- Runtime value types, from the catalog's column type.
@@ -194,9 +251,13 @@ function castTo(type: ColumnType): Pick<ValueType, 'literal' | 'arrayType'> {
 
 const asText = (column: AnyPgColumn | SQL, name: string) => sql`${column}::text`.as(name);
 
-/** date, as 'YYYY-MM-DD' (a BC date with ' BC', ±infinity as 'infinity'), whatever the session's DateStyle. */
+/**
+ * date, as 'YYYY-MM-DD' (a BC date with ' BC', ±infinity as 'infinity'), whatever the session's DateStyle. to_char
+ * reads a date as a timestamp, which ends with 294276: the days after it, to 5874897-12-31, are written from extract.
+ */
 function dateText(column: AnyPgColumn | SQL): SQL {
-  return sql`(case when not isfinite(${column}) then ${column}::text when ${column} < date '0001-01-01' then to_char(${column}, 'YYYY-MM-DD" BC"') else to_char(${column}, 'YYYY-MM-DD') end)`;
+  const part = (field: string) => sql`lpad(extract(${sql.raw(field)} from ${column})::text, 2, '0')`;
+  return sql`(case when not isfinite(${column}) then ${column}::text when ${column} < date '0001-01-01' then to_char(${column}, 'YYYY-MM-DD" BC"') when ${column} > date '294276-12-31' then format('%s-%s-%s', extract(year from ${column}), ${part('month')}, ${part('day')}) else to_char(${column}, 'YYYY-MM-DD') end)`;
 }
 
 /** timestamp without time zone, as 'YYYY-MM-DDTHH:MM:SS.ffffff' (BC with ' BC', ±infinity as text). */
@@ -211,10 +272,13 @@ function utcTimestampText(column: AnyPgColumn | SQL): SQL {
   return sql`(case when not isfinite(${column}) then ${column}::text when ${column} < timestamptz '0001-01-01Z' then to_char(${column} at time zone 'UTC', '${sql.raw(format)}" BC"') else to_char(${column} at time zone 'UTC', '${sql.raw(format)}') end)`;
 }
 
-/** interval as an ISO 8601 duration with every part, seconds with six digits: P1Y2M-3DT4H5M6.789000S. */
+/**
+ * interval as an ISO 8601 duration with every part, seconds with six digits: P1Y2M-3DT4H5M6.789000S; NULL as NULL
+ * (format() would write its NULL arguments as nothing: PYMDTHMS).
+ */
 function intervalText(column: AnyPgColumn | SQL): SQL {
   const part = (field: string) => sql`extract(${sql.raw(field)} from ${column})`;
-  return sql`format('P%sY%sM%sDT%sH%sM%sS', ${part('year')}, ${part('month')}, ${part('day')}, ${part('hour')}, ${part('minute')}, ${part('second')})`;
+  return sql`(case when ${column} is not null then format('P%sY%sM%sDT%sH%sM%sS', ${part('year')}, ${part('month')}, ${part('day')}, ${part('hour')}, ${part('minute')}, ${part('second')}) end)`;
 }
 
 /** What each runtime type prints, as the OpenAPI document's item schemas say (lib/openapi/schemas.ts). */
@@ -225,7 +289,48 @@ export const PRINTED = {
   timetz: /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?[+-]\d{2}(?::\d{2}){0,2}$/,
   interval: /^P-?\d+Y-?\d+M-?\d+DT-?\d+H-?\d+M-?\d+\.\d{6}S$/,
 } as const;
-const NUMBER_TEXT = /^(?:-?\d+(?:\.\d+)?(?:e[+-]\d+)?|NaN|-?Infinity)$/;
+// PostgreSQL writes numeric without an exponent, and floats with at most three of its digits.
+const NUMBER_TEXT = /^(?:-?\d+(?:\.\d+)?(?:e[+-]\d{1,3})?|NaN|-?Infinity)$/;
+
+// Dates, timestamps, times and intervals read back from a cursor: as PRINTED writes them, and values PostgreSQL holds
+// (a cursor is signed, but what a cast refuses must not make a 500 even so).
+const DATE_POSITION = /^(\d{4,7})-(\d{2})-(\d{2})( BC)?$/;
+const LOCAL_TIMESTAMP_POSITION = /^(\d{4,6})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.\d{6}( BC)?$/;
+const TIME_POSITION = /^(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(?:([+-])(\d{2})(?::(\d{2}))?(?::(\d{2}))?)?$/;
+const INTERVAL_POSITION = /^P(-?\d{1,10})Y(-?\d{1,10})M(-?\d{1,10})DT(-?\d{1,10})H(-?\d{1,10})M(-?\d{1,12})\.(\d{6})S$/;
+
+function isDatePosition(value: unknown): boolean {
+  if (value === 'infinity' || value === '-infinity') return true;
+  const m = isString(value) ? DATE_POSITION.exec(value) : null;
+  return m !== null && heldDay(m[1]!, m[2]!, m[3]!, m[4] !== undefined, LAST_YEAR.date);
+}
+
+function isLocalTimestampPosition(value: unknown): boolean {
+  if (value === 'infinity' || value === '-infinity') return true;
+  const m = isString(value) ? LOCAL_TIMESTAMP_POSITION.exec(value) : null;
+  return m !== null && heldDay(m[1]!, m[2]!, m[3]!, m[7] !== undefined, LAST_YEAR.timestamp) && validTime(m[4]!, m[5]!, m[6], false);
+}
+
+function isTimePosition(value: unknown, zoned: boolean): boolean {
+  const m = isString(value) ? TIME_POSITION.exec(value) : null;
+  if (m === null || zoned !== (m[5] !== undefined) || !validTime(m[1]!, m[2]!, m[3], true, m[4])) return false;
+  // timetz holds offsets up to 15:59:59.
+  return !zoned || (Number(m[6]) <= 15 && Number(m[7] ?? 0) <= 59 && Number(m[8] ?? 0) <= 59);
+}
+
+const INT32 = 2n ** 31n;
+const INT64 = 2n ** 63n;
+
+/** An interval as intervalText prints it, within what PostgreSQL holds: months and days in 32 bits, the time in 64 bits of microseconds. */
+function isIntervalPosition(value: unknown): boolean {
+  const m = isString(value) ? INTERVAL_POSITION.exec(value) : null;
+  if (m === null) return false;
+  const [years, months, days, hours, minutes, seconds] = m.slice(1, 7).map((part) => BigInt(part));
+  const fraction = BigInt(m[7]!) * (m[6]!.startsWith('-') ? -1n : 1n);
+  const month = years! * 12n + months!;
+  const micros = ((hours! * 60n + minutes!) * 60n + seconds!) * 1_000_000n + fraction;
+  return month >= -INT32 && month < INT32 && days! >= -INT32 && days! < INT32 && micros >= -INT64 && micros < INT64;
+}
 
 const isString = (value: unknown): value is string => typeof value === 'string';
 const noFilter = (name: string): never => {
@@ -293,7 +398,8 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
   switch (kind) {
     case 'integer': {
       if (type.name === 'int8') {
-        const parse = integerParser(-(2n ** 63n), 2n ** 63n - 1n);
+        const range = { min: -(2n ** 63n), max: 2n ** 63n - 1n };
+        const parse = integerParser(range.min, range.max);
         return {
           ...text(
             parse,
@@ -309,7 +415,7 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
           type: 'int8',
           print: (raw) => exactNumber(raw as string),
           position: numberText,
-          integer: true,
+          integer: range,
         };
       }
       const bits = type.name === 'int2' ? 15 : 31;
@@ -321,18 +427,29 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
         isPosition: (value) => Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max,
         parse: integerParser(BigInt(min), BigInt(max)),
         bind: Number,
-        integer: true,
+        integer: { min: BigInt(min), max: BigInt(max) },
       };
     }
-    case 'decimal':
+    case 'decimal': {
+      // numeric holds every value ACCEPTED.decimal writes (exponents of 4 digits, 1000 characters): it compares them
+      // exactly, 1e400 a number like any other. real and double precision refuse what they cannot hold.
+      const float = type.name === 'numeric' ? undefined : (type.name as FloatName);
       return {
-        ...text(numberParser, (value) => isString(value) && NUMBER_TEXT.test(value)),
-        type: type.name === 'numeric' ? 'decimal' : 'float',
+        ...text(
+          float === undefined ? numberParser : floatParser(float),
+          (value) => isString(value) && NUMBER_TEXT.test(value) && (float === undefined || inFloatRange(float, value)),
+        ),
+        type: float === undefined ? 'decimal' : 'float',
         print: printNumber,
         position: numberText,
       };
+    }
     case 'text':
-      return { ...text(parseText, isString, same), type: 'text' };
+      return {
+        ...text(parseText, isText, same),
+        type: 'text',
+        ...(type.schema === 'pg_catalog' ? {} : { operatorSchema: `"${type.schema.replaceAll('"', '""')}"` }),
+      };
     case 'uuid':
       return {
         ...text(
@@ -380,7 +497,7 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
             if (!m || !validDate(m[1]!, m[2]!, m[3]!)) throw invalidParameter(name, 'must be a date, YYYY-MM-DD');
             return value;
           },
-          (value) => isString(value) && PRINTED.date.test(value),
+          isDatePosition,
           (column, name) => dateText(column).as(name),
         ),
         type: 'date',
@@ -395,7 +512,7 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
             }
             return `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.${(m[7] ?? '').padEnd(6, '0')}`;
           },
-          (value) => isString(value) && PRINTED.localTimestamp.test(value),
+          isLocalTimestampPosition,
           (column, name) => localTimestampText(column).as(name),
         ),
         type: 'localTimestamp',
@@ -403,9 +520,9 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
     case 'timestamptz':
       return {
         type: 'timestamp',
-        // Exact epoch seconds, printed in JS (formatEpoch): undefined for what RFC 3339 cannot print.
-        select: (column, name) => epochSeconds(column).as(name),
-        print: (raw) => formatEpoch(raw as string),
+        // Exact epoch seconds, printed in JS (formatEpoch); what RFC 3339 cannot write, printed by PostgreSQL.
+        select: (column, name) => timestampSelection(column).as(name),
+        print: (raw) => printTimestamp(raw as string),
         isPosition: isTimestampText,
         literal: (value) => timestampValue(value as string | Placeholder),
         arrayType: 'timestamptz[]',
@@ -423,13 +540,13 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
             const zoneAt = zoned ? value.search(/[Zz+-]/) : -1;
             const m = ACCEPTED.time.exec(zoneAt === -1 ? value : value.slice(0, zoneAt));
             const zone = zoneAt === -1 ? undefined : ACCEPTED.zone.exec(value.slice(zoneAt));
-            if (!m || !validTime(m[1]!, m[2]!, m[3], true) || zoned !== (zone !== undefined) || zone === null) {
+            if (!m || !validTime(m[1]!, m[2]!, m[3], true, m[4]) || zoned !== (zone !== undefined) || zone === null) {
               throw invalidParameter(name, reason);
             }
             if (zone && (Number(zone[1] ?? 0) > 15 || Number(zone[2] ?? 0) > 59)) throw invalidParameter(name, reason);
             return value;
           },
-          (value) => isString(value) && (zoned ? PRINTED.timetz : PRINTED.time).test(value),
+          (value) => isTimePosition(value, zoned),
         ),
         type: 'time',
       };
@@ -441,7 +558,7 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
             if (!ACCEPTED.interval.test(value)) throw invalidParameter(name, 'must be an ISO 8601 duration, e.g. P1Y2M3DT4H5M6.5S');
             return value;
           },
-          (value) => isString(value) && PRINTED.interval.test(value),
+          isIntervalPosition,
           (column, name) => intervalText(column).as(name),
         ),
         type: 'interval',

@@ -63,7 +63,11 @@ collections:
   t.same(param('page-size')['x-variants'], ['page', 'cursor']);
   t.equal(param('sort').schema.pattern, '^-?(?:name|createdAt)(?:,-?(?:name|createdAt))*$', 'its sort keys');
   t.match(param('sort').description, 'Default: `-createdAt`.');
-  t.same(document.components.schemas.WidgetsItem.properties.createdAt.format, 'date-time', 'the item schema from its fields and types');
+  t.same(
+    document.components.schemas.WidgetsItem.properties.createdAt.anyOf[0].format,
+    'date-time',
+    'the item schema from its fields and types',
+  );
   t.same(document.components.schemas.WidgetsItem.required, ['id', 'name', 'createdAt']);
   t.same(operation.responses['200'].content['application/json'].schema, {
     oneOf: [{ $ref: '#/components/schemas/WidgetsPageChunk' }, { $ref: '#/components/schemas/WidgetsCursorChunk' }],

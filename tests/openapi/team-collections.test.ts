@@ -183,7 +183,7 @@ t.test('a collections file’s document, items, parameters, typed client and doc
       flag: ['true'],
       day: ['2024-02-30', '2024-1-1', 'infinity BC'],
       at_local: ['2024-01-01T00:00:00Z', '2024-01-01T00:00:00.1'],
-      at_utc: ['2024-01-01T00:00:00Z', '0044-03-15T00:00:00.000000Z BC'],
+      at_utc: ['2024-01-01T00:00:00Z', '0044-03-15T00:00:00Z BC', 'Infinity', '2024-01-01T00:00:00.000000+00:00'],
       clock: ['10:00', '10:00:00+02'],
       clock_tz: ['10:00:00'],
       span: ['P1D', '1 day'],
