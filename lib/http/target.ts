@@ -24,6 +24,13 @@ export function servedWithoutHost(target: string): boolean {
 let goodHost = '';
 
 /**
+ * What a Host may be made of: a name of RFC 3986's unreserved characters (letters, digits, `-`, `.`, `_`, `~`), or an
+ * IP literal in brackets, then an optional port. WHATWG's URL takes more as a host (`a"b`, `a{b`, `a|b`, `a,b`): every
+ * link starts with it, in bodies and in the Link header, where `"`, `,` and `;` are its own punctuation.
+ */
+const HOST_SHAPE = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
  * The problem with a Host header, or undefined when it is a host name or address with an optional port
  * (RFC 9112 section 3.2: a missing or invalid Host is a 400). WHATWG's URL reads much that is no host
  * (`a@b`, user info; `x/y` or `x?y`, a path or query) and normalizes some (`0x7f.1`): the host it reads must
@@ -33,7 +40,7 @@ export function hostProblem(host: string | null | undefined): ApiError | undefin
   if (host === goodHost) return undefined;
   if (host === undefined || host === null || host === '') return invalidParameter('Host', 'is missing: HTTP/1.1 requires it');
   const origin = `http://${host}`;
-  const parsed = URL.canParse(origin) ? new URL(origin) : undefined;
+  const parsed = HOST_SHAPE.test(host) && URL.canParse(origin) ? new URL(origin) : undefined;
   if (parsed === undefined || parsed.hostname !== host.replace(/:\d+$/, '').toLowerCase()) {
     return invalidParameter('Host', 'is malformed: not a host name or address with an optional port');
   }
