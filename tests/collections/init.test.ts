@@ -120,7 +120,9 @@ t.test('init over the fixture', async (t) => {
     const added = resolved(catalog, keyed);
     t.same(
       added.problems,
-      ['Invalid collections file init.yaml, collection notes: it has no primary key nor unique key over NOT NULL columns: name one with key'],
+      [
+        'Invalid collections file init.yaml, collection notes: it has no primary key nor unique key over NOT NULL columns: name one with key',
+      ],
       'with a key added, the view is served',
     );
     t.ok(added.collections.some((c) => c.name === 'film_titles' && c.key.source === 'file'));
