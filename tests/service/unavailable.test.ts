@@ -3,7 +3,6 @@
 // description; a statement that meets a changed catalog is a 503, never a 500, and has the catalog read again; a
 // reading that fails keeps what is served; a burst of reloads is one reading; a problem of the file itself is no
 // collection's to be unavailable for.
-import type { Sql } from 'postgres';
 import t from 'tap';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { CollectionsFileError } from '../../lib/collections/problems.ts';
