@@ -81,6 +81,8 @@ export function buildApp(deps: AppDeps): App {
     }
     return described;
   };
+  // The first generation's, made now: start-up is where a description that cannot be made shows.
+  describedOf(collections.current());
   const app = new Hono();
   const logger = deps.logger ?? createLogger({ level: 'error', destination: 2 });
   // An error of a request is logged once, on the request's own line (lib/http/exchange.ts).
