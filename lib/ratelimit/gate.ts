@@ -273,7 +273,8 @@ export class Gate {
     } catch (error) {
       // The estimate failed: a 503 when the database did, and then its release is not waited for.
       const status = error instanceof ApiError ? error.status : isDatabaseUnavailable(error) ? 503 : 500;
-      const kept = Math.min(1, decision.charged);
+      // A refusal keeps 1 unit, like a 400; an answer the service failed keeps none.
+      const kept = status >= 500 ? 0 : Math.min(1, decision.charged);
       await this.release(decision, kept, record, status);
       if (error instanceof ApiError && status < 500) throw refusal(decision, { kind: 'answered', error, kept });
       throw error;
@@ -299,29 +300,31 @@ export class Gate {
    * requests", "Settlement": a 304 gives back the units that paid for sending, none to `If-None-Match: *`, which
    * proves nothing the client had; a count is charged at the rows it read; statements that took longer than
    * the price, at the unit's rate, are charged for their time; what no longer fits the window is a debt carried
-   * into the next ones), wakes its client's requests waiting for it, releases its lease, and gives the
-   * rate-limit headers of its answer: the allowance after the settlement.
+   * into the next ones; an answer the service failed, a 500 or a 503, costs nothing), wakes its client's requests
+   * waiting for it, releases its lease, and gives the rate-limit headers of its answer: the allowance after the
+   * settlement.
    */
   async settle(admission: Admission, outcome: Outcome): Promise<HeaderRecord> {
     const { decision, charge, budget, record } = admission;
     let final = decision.charged;
     try {
-      const price = charge.units + Math.max(0, charge.settle?.(outcome.counted) ?? 0);
-      const cutShort = budget.cancelled !== undefined;
-      final = Math.max(0, price - (outcome.notModified ? charge.sending : 0), timeUnits(budget.usedMs, price, cutShort));
+      if (outcome.status >= 500) final = 0;
+      else {
+        const price = charge.units + Math.max(0, charge.settle?.(outcome.counted) ?? 0);
+        const cutShort = budget.cancelled !== undefined;
+        final = Math.max(0, price - (outcome.notModified ? charge.sending : 0), timeUnits(budget.usedMs, price, cutShort));
+      }
     } finally {
       // Whatever happens here, the requests of its client waiting for this one to end are woken.
       this.flights.end(decision.subject, budget, final - decision.charged);
     }
-    // Without a lease nothing is settled: the answer reports the allowance as decided, as does a 503 (the
-    // database failed it).
+    // Without a lease nothing is settled: the answer reports the allowance as decided.
     if (decision.lease === undefined) return rateLimitHeaders(decision);
     const pgMs = budget.usedMs > 0 ? hundredths(budget.usedMs) : undefined;
     const share = pgMs === undefined ? undefined : hundredths(budget.shareMs);
     record.pgMs = pgMs;
     record.pgShareMs = share !== pgMs ? share : undefined;
     await this.release(decision, final, record, outcome.status);
-    if (outcome.status === 503) return rateLimitHeaders(decision);
     const units = decision.charged - final;
     const reset = units === 0 ? decision.reset : resetAfterDebt(decision, -units);
     const headers = rateLimitHeaders(decision, Math.max(0, decision.remaining + units), reset);
