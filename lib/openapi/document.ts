@@ -403,7 +403,10 @@ export function openApiDocument(registry: Registry, options: DocumentOptions = {
           'Rate-limited like everything under /v1: without an API key or a token a client is counted by its IP address.',
         security: [{}, { bearerAuth: [] }],
         responses: {
-          '200': json('Links', linksObject(['self', ...registry.keys()], ['self']), { Link: { ...headerDocs.Link, required: true }, ...rateLimited }),
+          '200': json('Links', linksObject(['self', ...registry.keys()], ['self']), {
+            Link: { ...headerDocs.Link, required: true },
+            ...rateLimited,
+          }),
           '400': problem(400, 'The links’ origin (Host, or X-Forwarded-Host from a trusted proxy) is over 300 characters', rateLimited),
           '401': problem(401, 'The API key is unknown, revoked or malformed', rateLimited),
           ...limitedErrors(),
