@@ -241,6 +241,13 @@ import { tenantComparisons, tenantScenarios, tenantServer } from './tenant-scena
 servers.push(tenantServer);
 scenarios.push(...tenantScenarios);
 
+// The limiter's decisions with its default asynchronous commit and with LIMITER_SYNCHRONOUS_COMMIT=on
+// (bench/sync-commit-scenarios.ts): what losing no decision in a failover costs.
+import { syncCommitComparisons, syncCommitScenarios, syncCommitServers } from './sync-commit-scenarios.ts';
+
+servers.push(...syncCommitServers);
+scenarios.push(...syncCommitScenarios);
+
 /** The ratios printed below the table, with the targets they are held to; a row left out by --only skips its ratios. */
 export const comparisons: Comparison[] = [
   {
@@ -339,6 +346,7 @@ export const comparisons: Comparison[] = [
     target: { measure: 'time/req', atMost: 1.1 },
   },
   ...tenantComparisons,
+  ...syncCommitComparisons,
 ];
 
 /** Rows whose mean latency is held to a bound, in milliseconds. */

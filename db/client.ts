@@ -3,8 +3,10 @@
 // their own (LIMITER_DATABASE_URL), such a connection and a small pool on each of them.
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import postgres, { type Options, type Sql } from 'postgres';
+import { onServer, poolStatsOf } from './driver.ts';
 import { databaseIdentity } from './identity.ts';
 import * as schema from './schema.ts';
+import { parsePostgresUrl } from './url.ts';
 
 export type Drizzle = PostgresJsDatabase<typeof schema>;
 
@@ -27,6 +29,11 @@ export interface OwnConnection {
    * connection); false behind a transaction pooler, which loses track of a pipelined exchange.
    */
   readonly pipelining: boolean;
+  /**
+   * The `synchronous_commit` the limiter's decisions commit with (LIMITER_SYNCHRONOUS_COMMIT); undefined: the
+   * functions' own, `off` (docs/explanation/rate-limit.md, "Asynchronous commit").
+   */
+  readonly synchronousCommit?: SynchronousCommit;
   /**
    * Ends `stale` at once and makes a fresh client current; nothing when `stale` is no longer current.
    * Every statement queued or sent on `stale` is rejected and never sent again, on any connection.
@@ -52,6 +59,30 @@ export interface LimiterDatabase {
  * A request's budget of PostgreSQL time, kept by the rate limiter (docs/explanation/budgets.md, "Statement budgets"):
  * how long its next statement may run, and what its statements used by the server's clock.
  */
+/** PostgreSQL's values of synchronous_commit, from the one that waits for nothing to the one that waits most. */
+export const SYNCHRONOUS_COMMIT = ['off', 'local', 'remote_write', 'on', 'remote_apply'] as const;
+
+export type SynchronousCommit = (typeof SYNCHRONOUS_COMMIT)[number];
+
+/** A client of the service and the server its connections are open to (Database.servers). */
+export interface ServerConnections {
+  /** `primary` (the data pool), `replica` (the read replica's pool) or `limiter` (the limiter's own connections). */
+  readonly client: 'primary' | 'replica' | 'limiter';
+  /** `host:port` of the URL's host that answers: with a host list, the primary of the moment. */
+  readonly server: string;
+  readonly connections: number;
+}
+
+/** A client's connections, open for the first time or after a failover, to a server of its URL (DatabaseOptions.onServer). */
+interface ServerChange {
+  /** What the client is: `DATABASE_URL's pool`, `the rate limiter's connection to …`, `DATABASE_READ_URL's pool`. */
+  readonly client: string;
+  /** `host:port` of the host now answering. */
+  readonly server: string;
+  /** The one that answered before; undefined for the client's first connection. */
+  readonly previous: string | undefined;
+}
+
 export interface StatementBudget {
   /** Milliseconds the next statement may run: its `statement_timeout`. */
   timeoutMs(): number;
@@ -98,6 +129,11 @@ export interface Database {
    * housekeeping) stays on the primary.
    */
   readonly reads: Database;
+  /**
+   * The servers the clients' connections are open to at this moment, by client: with a host list, the primary that
+   * answers now (docs/reference/metrics.md).
+   */
+  servers(): readonly ServerConnections[];
   /** Closes them all, letting statements in flight finish for up to 5 s. */
   close(): Promise<void>;
 }
@@ -127,6 +163,13 @@ export interface DatabaseOptions {
    * own and a pool of LIMITER_POOL_SIZE.
    */
   readonly limiters?: readonly string[];
+  /** The `synchronous_commit` of the limiter's decisions (OwnConnection.synchronousCommit); undefined: off. */
+  readonly limiterSynchronousCommit?: SynchronousCommit;
+  /**
+   * Told when a client whose URL names several hosts opens a connection to a host other than the one it was open
+   * to before, or for the first time: which host answers, after a failover the new primary (docs/how-to/ha-pair.md).
+   */
+  readonly onServer?: (change: ServerChange) => void;
 }
 
 /** A limiter database's pool: housekeeping, the operator API's writes and key issuing, all rare. */
@@ -165,14 +208,22 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     onnotice: () => {},
   } satisfies Options<Record<string, postgres.PostgresType>>;
   // The server cancels a data query that runs (or waits for a lock) longer than statementTimeoutMs: a 503, not a hang.
-  const pool = (poolUrl: string, poolPooled: boolean) =>
-    postgres(poolUrl, { ...common, max: options.max ?? 10, ...connectionOptions(poolPooled, 'collections', statementTimeoutMs) });
-  const sql = pool(url, pooled);
-  const limiterConnection = (limiterUrl: string, limiterPooled: boolean) =>
-    ownConnection(
+  const pool = (poolUrl: string, poolPooled: boolean, client: string) =>
+    postgres(poolUrl, {
+      ...common,
+      ...watchServer(poolUrl, client, options.onServer),
+      max: options.max ?? 10,
+      ...connectionOptions(poolPooled, 'collections', statementTimeoutMs),
+    });
+  const sql = pool(url, pooled, "DATABASE_URL's pool");
+  const limiterConnection = (limiterUrl: string, limiterPooled: boolean) => {
+    // One watch for the connection and those that replace it: a renewal is no change of server.
+    const watched = watchServer(limiterUrl, `The rate limiter's connection to ${databaseIdentity(limiterUrl)}`, options.onServer);
+    return ownConnection(
       () =>
         postgres(limiterUrl, {
           ...common,
+          ...watched,
           max: 1,
           // postgres.js 3.4.9 fetches the array types after every (re)connection, and a connection ended or
           // broken during that fetch leaves a promise rejected with no handler, which ends the process: this
@@ -183,7 +234,9 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
         }),
       limiterTimeoutMs + DEADLINE_MARGIN_MS,
       !limiterPooled,
+      options.limiterSynchronousCommit === 'off' ? undefined : options.limiterSynchronousCommit,
     );
+  };
   const limiters = options.limiters
     ? options.limiters.map((limiterUrl) => {
         const limiterSql = postgres(limiterUrl, {
@@ -199,7 +252,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
         };
       })
     : [{ identity: databaseIdentity(url), connection: limiterConnection(url, pooled), sql, drizzle: drizzle(sql, { schema }) }];
-  const readSql = options.read ? pool(options.read.url, options.read.pooled ?? false) : undefined;
+  const readSql = options.read ? pool(options.read.url, options.read.pooled ?? false, "DATABASE_READ_URL's pool") : undefined;
   // Kept open once made (no idle timeout): a cancel must not wait for a connection to be made, on cores a
   // storm's statements keep busy (db/cancel.ts).
   const watchOf = (watchUrl: string) =>
@@ -210,6 +263,21 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     limiters,
     limiter: limiters[0]!.connection,
     queryDeadlineMs: statementTimeoutMs + (options.poolTimeoutMs ?? 2000),
+    servers() {
+      const clients: [ServerConnections['client'], Sql][] = [
+        ['primary', sql],
+        ...(readSql === undefined ? [] : [['replica', readSql] as [ServerConnections['client'], Sql]]),
+        ...limiters.map((limiter) => ['limiter', limiter.connection.sql] as [ServerConnections['client'], Sql]),
+      ];
+      const counted = new Map<string, ServerConnections>();
+      for (const [client, clientSql] of clients) {
+        for (const [server, connections] of Object.entries(poolStatsOf(clientSql)?.().servers ?? {})) {
+          const key = `${client} ${server}`;
+          counted.set(key, { client, server, connections: (counted.get(key)?.connections ?? 0) + connections });
+        }
+      }
+      return [...counted.values()];
+    },
     async close() {
       const own = options.limiters ? limiters.map((limiter) => limiter.sql.end({ timeout: 5 })) : [];
       await Promise.all([
@@ -238,7 +306,27 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
   return database;
 }
 
-function ownConnection(open: () => Sql, deadlineMs: number, pipelining: boolean): OwnConnection & { close(): Promise<void> } {
+/**
+ * The option that tells `onServer` of a client's connections opened to another host than before: for a URL with a
+ * host list only, where the answering host can change; nothing otherwise.
+ */
+function watchServer(url: string, client: string, tell: DatabaseOptions['onServer']): object {
+  if (tell === undefined || parsePostgresUrl(url).hosts.length < 2) return {};
+  let last: string | undefined;
+  return onServer((server) => {
+    if (server === last) return;
+    const previous = last;
+    last = server;
+    tell({ client, server, previous });
+  });
+}
+
+function ownConnection(
+  open: () => Sql,
+  deadlineMs: number,
+  pipelining: boolean,
+  synchronousCommit: SynchronousCommit | undefined,
+): OwnConnection & { close(): Promise<void> } {
   let current = open();
   let closed = false;
   return {
@@ -247,6 +335,7 @@ function ownConnection(open: () => Sql, deadlineMs: number, pipelining: boolean)
     },
     deadlineMs,
     pipelining,
+    ...(synchronousCommit === undefined ? {} : { synchronousCommit }),
     renew(stale) {
       if (stale !== current || closed) return;
       current = open();

@@ -36,6 +36,11 @@ export interface PoolStats {
   readonly inUse: number;
   /** Statements not running yet: queued for a connection, or pipelined behind another on one. */
   readonly waiting: number;
+  /**
+   * Connections open, by the `host:port` of the URL's host they are open to: the host that answers, which a host
+   * list (docs/how-to/ha-pair.md) changes with a failover. A connection still connecting counts nowhere.
+   */
+  readonly servers: Readonly<Record<string, number>>;
 }
 
 function internals(query: object): QueryInternals {
@@ -93,6 +98,15 @@ export function whenRunning(query: object, started: () => void): void {
  */
 export function cancelKeyPid(result: object): number {
   return (result as { state: { readonly pid: number } }).state.pid;
+}
+
+/**
+ * The patch's hook on opened connections, as an option of postgres(): `opened` is told the `host:port` of each
+ * connection the client opens, once its server was found to be what target_session_attrs asks for, before any
+ * statement runs on it (patches/README.md, "Host lists").
+ */
+export function onServer(opened: (server: string) => void): object {
+  return { onserver: opened };
 }
 
 /** The patch's reader of a client's pool state; undefined for a client without it (not a postgres.js client). */

@@ -1,18 +1,24 @@
 // What names a PostgreSQL database. Two names, for two needs:
 // - databaseIdentity, from its URL: the rate limiter spreads its subjects over its databases by this
-//   (lib/ratelimit/shards.ts), so it must not change with a password, an option or the order of
-//   LIMITER_DATABASE_URL; but two spellings of one host are two names.
+//   (lib/ratelimit/shards.ts), so it must not change with a password, an option, the order of
+//   LIMITER_DATABASE_URL or that of a URL's host list (an HA pair is one database, whichever host is its
+//   primary); but two spellings of one host are two names.
 // - recordIdentity, what a limiter database records about itself once: every instance reads the same
 //   record however it names the database, so the source of truth for keys and tiers and the order in which
 //   changes lock the databases are chosen by it (lib/ratelimit/record-order.ts), never by a list's order.
 import type { Sql } from 'postgres';
 import { SERVICE_SCHEMA } from './service-schema.ts';
+import { hostName, parsePostgresUrl } from './url.ts';
 
-/** `host:port/dbname` of a postgres:// URL: the host in lower case, port 5432 when absent, the path's name. */
+/**
+ * `host:port/dbname` of a postgres:// URL: the host in lower case, port 5432 when absent, the path's name; for a
+ * URL with a host list, its hosts so written, in sorted order and joined by commas (`a:5432,b:5432/dbname`).
+ */
 export function databaseIdentity(url: string): string {
-  const parsed = new URL(url);
+  const { hosts, database, parsed } = parsePostgresUrl(url);
   // postgres: is no special scheme to URL, which so keeps the host as written.
-  return `${parsed.hostname.toLowerCase()}:${parsed.port || '5432'}/${decodeURIComponent(parsed.pathname.replace(/^\//, ''))}`;
+  const names = hosts.length > 1 ? hosts.map(hostName).sort() : [`${parsed.hostname.toLowerCase()}:${parsed.port || '5432'}`];
+  return `${names.join(',')}/${database}`;
 }
 
 /** The `settings` row that holds a database's record of itself. */

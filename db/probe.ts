@@ -2,6 +2,7 @@
 // primary or a standby (docs/how-to/pgbouncer.md and docs/how-to/replicas.md).
 import postgres from 'postgres';
 import { cancelKeyPid } from './driver.ts';
+import { parsePostgresUrl } from './url.ts';
 
 export interface ServerKind {
   /**
@@ -33,7 +34,7 @@ export async function probeServer(url: string): Promise<ServerKind> {
  * when it says nothing, and the server is probed.
  */
 export function pooledByUrl(url: string): boolean | undefined {
-  const prepare = new URL(url).searchParams.get('prepare');
+  const prepare = parsePostgresUrl(url).parsed.searchParams.get('prepare');
   if (prepare === null) return undefined;
   return prepare === 'false' || prepare === 'disable';
 }

@@ -169,7 +169,8 @@ BEGIN
     SELECT t.name, t.allowance, t.window_seconds, t.concurrency INTO e_tier, e_allowance, e_window_seconds, e_concurrency
       FROM paginated_collections.rate_tiers t WHERE t.name = coalesce(v_key_tier, e_ip_tier);
     -- As below, for the general case.
-    PERFORM set_config('synchronous_commit', 'off', true);
+    PERFORM set_config('synchronous_commit',
+      coalesce(nullif(current_setting('paginated_collections.limiter_synchronous_commit', true), ''), 'off'), true);
     v_releases := coalesce(cardinality(p_release_slots), 0);
     v_entries := v_releases + coalesce(cardinality(p_costs), 0);
   ELSE
@@ -197,9 +198,12 @@ BEGIN
         LEFT JOIN LATERAL (SELECT t.name, t.allowance, t.window_seconds, t.concurrency FROM paginated_collections.rate_tiers t
                              WHERE t.name = coalesce(k.tier, d.ip_tier) LIMIT 1) t ON true
     ) x
-    -- Hot keys: do not wait for the WAL flush; a crash can lose the last few milliseconds of charges
-    -- and releases, nothing else (docs/explanation/rate-limit.md, "How it runs in PostgreSQL"). Set once, before any row is written.
-    CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
+    -- Hot keys: do not wait for the WAL flush; a crash or a failover can lose the last few hundred milliseconds of
+    -- charges and releases, nothing else (docs/explanation/rate-limit.md, "Asynchronous commit"). Set once, before
+    -- any row is written. A limiter that must lose none (LIMITER_SYNCHRONOUS_COMMIT) sets
+    -- paginated_collections.limiter_synchronous_commit for the statement's transaction, as an argument's side effect.
+    CROSS JOIN (SELECT set_config('synchronous_commit',
+      coalesce(nullif(current_setting('paginated_collections.limiter_synchronous_commit', true), ''), 'off'), true)) AS async_commit
     ORDER BY x.subject COLLATE "C", x.kind, x.idx;
   END IF;
   -- One entry at a time: the releases, then the decisions, subject by subject.

@@ -199,31 +199,79 @@ export function onError(log: (error: unknown, c: Context) => void) {
   };
 }
 
-const unavailableCodes = new Set([
+/**
+ * What a server or a connection that goes away fails a statement with: a primary stopped, crashed, demoted or
+ * failed over (docs/explanation/faults.md, "A failover"). Nothing here is the statement's own fault, so a read
+ * that failed so may be sent again.
+ */
+const goneCodes = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
-  'ETIMEDOUT',
-  'CONNECT_TIMEOUT',
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
   'EPIPE',
   'EHOSTUNREACH',
   'ENETUNREACH',
-  '53300', // too_many_connections: the server's max_connections, or a role's or database's limit
+  'EAI_AGAIN', // a host name that cannot be resolved for now (a DNS record being moved)
+  'CONNECTION_CLOSED',
+  // No host of the URL's list is what its target_session_attrs asks for (postgres.js with the project's patch):
+  // between a primary's demotion and its standby's promotion, neither is read-write.
+  'CONNECTION_UNSUITABLE',
+  '25006', // read_only_sql_transaction: the primary went read-only as it is demoted, or a standby answered
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now
+  '57P03', // cannot_connect_now: the database system is starting up, shutting down, in recovery mode
+  '08000', // connection_exception
+  '08003', // connection_does_not_exist
+  '08006', // connection_failure
+]);
+
+const unavailableCodes = new Set([
+  ...goneCodes,
+  'ETIMEDOUT',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  '53300', // too_many_connections: the server's max_connections, or a role's or database's limit
   '57014', // query_canceled (statement_timeout)
   '40001', // on a read replica: a query cancelled for a conflict with recovery (the service runs nothing serializable)
   '08P01', // PgBouncer's own refusals: no server connection in time (query_wait_timeout), query_timeout, a server that went away
 ]);
 
-export function isDatabaseUnavailable(error: unknown): boolean {
-  // Drizzle wraps the driver's error (DrizzleQueryError): look through the `cause` chain.
+/**
+ * What the server refuses a statement with when its primary is going away, in its own reply to the statement: the
+ * statement's transaction was rolled back, nothing of it committed, and it may be sent again (to the new primary).
+ * Not 57P02: a crash's FATAL may reach a backend between a commit and its reply.
+ */
+const refusedCodes = new Set(['25006', '57P01', '57P03']);
+
+/** The error's `code`, or that of an error it wraps (Drizzle's DrizzleQueryError wraps the driver's), that `codes` holds. */
+function codeIn(error: unknown, codes: ReadonlySet<string>): boolean {
   for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && unavailableCodes.has(code)) return true;
+    if (typeof code === 'string' && codes.has(code)) return true;
   }
   return false;
+}
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return codeIn(error, unavailableCodes);
+}
+
+/** A server or connection that went away failed the statement (goneCodes): a read may be sent again, once. */
+export function isServerGone(error: unknown): boolean {
+  return codeIn(error, goneCodes);
+}
+
+/**
+ * The server itself refused the statement as its primary went away (a read-only transaction, a shutdown, recovery),
+ * in its reply: its transaction was rolled back, and it may be sent again. A PostgreSQL error carries the server's
+ * severity; a connection's error (its SQLSTATE-less code) says nothing of what the server did.
+ */
+export function isRefusedByServer(error: unknown): boolean {
+  const severity = (error as { severity?: unknown } | undefined)?.severity;
+  return typeof severity === 'string' && codeIn(error, refusedCodes);
+}
+
+/** The server refused the statement as read-only: the connection is open to a server that is no primary (any more). */
+export function isReadOnlyRefusal(error: unknown): boolean {
+  return isRefusedByServer(error) && (error as { code?: unknown }).code === '25006';
 }

@@ -4,6 +4,7 @@
 // seconds at most.
 import type { Sql } from 'postgres';
 import { Counter, collectDefaultMetrics, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
+import type { ServerConnections } from '../../db/client.ts';
 import { poolStatsOf } from '../../db/driver.ts';
 
 /** Why a request was answered 503 (docs/reference/metrics.md). */
@@ -178,9 +179,14 @@ const BATCH_BUCKETS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /**
  * The registry and its metrics. `pools` are the clients of data queries by name (`primary`, and `replica`
- * when collection queries go to one), whose state is read at each scrape, as is what is `served`.
+ * when collection queries go to one), whose state is read at each scrape, as is what is `served`, and `servers`:
+ * which host each client's connections are open to (Database.servers).
  */
-export function createMetrics(pools: Readonly<Record<string, Sql>>, served?: () => ServedState): Metrics {
+export function createMetrics(
+  pools: Readonly<Record<string, Sql>>,
+  served?: () => ServedState,
+  servers?: () => readonly ServerConnections[],
+): Metrics {
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
@@ -294,6 +300,19 @@ export function createMetrics(pools: Readonly<Record<string, Sql>>, served?: () 
       collect() {
         this.reset();
         for (const [result, count] of Object.entries(served().reloads)) this.inc({ result }, count);
+      },
+    });
+  }
+  if (servers !== undefined) {
+    new Gauge({
+      name: 'db_server_connections',
+      help: 'Open connections by client (primary, replica, limiter) and the server (host:port of its URL) they are open to: with a host list, the primary that answers',
+      labelNames: ['pool', 'server'],
+      registers,
+      collect() {
+        // A server no connection is open to any more (the old primary, after a failover) is no series.
+        this.reset();
+        for (const { client, server, connections } of servers()) this.set({ pool: client, server }, connections);
       },
     });
   }

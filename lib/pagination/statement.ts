@@ -3,6 +3,7 @@
 import { budgetClock } from '../../db/budget-clock.ts';
 import { strayCancel } from '../../db/cancel.ts';
 import type { Database, StatementBudget } from '../../db/client.ts';
+import { isServerGone } from '../http/errors.ts';
 import type { Shape } from './shapes.ts';
 
 /** A read's rows, and how long its statement ran by the server's clock (undefined: not timed). */
@@ -60,8 +61,12 @@ export function sendStatement(
       const ms = await clock?.cutShort(at);
       if (ms !== undefined) throw new Cancelled(ms, error);
       // A cancel this process sent to another statement, which ended before it arrived, lands on the next
-      // statement of that backend: this one, which nobody meant to cancel. It is sent once more.
-      if (!retried && strayCancel(database, query, error)) return sendStatement(database, shape, params, budgets, true);
+      // statement of that backend: this one, which nobody meant to cancel. It is sent once more. So is one whose
+      // server went away (a primary stopped or failed over): a read commits nothing, and the pool's next connection
+      // is a fresh one, to the new primary once there is one (docs/explanation/faults.md, "A failover").
+      if (!retried && (strayCancel(database, query, error) || isServerGone(error))) {
+        return sendStatement(database, shape, params, budgets, true);
+      }
       throw error;
     },
   );

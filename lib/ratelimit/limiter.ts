@@ -5,7 +5,7 @@ import type { OwnConnection } from '../../db/client.ts';
 import { awaitingConnection } from '../../db/driver.ts';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { answeredInTime } from '../http/deadline.ts';
-import { unavailable } from '../http/errors.ts';
+import { isDatabaseUnavailable, isReadOnlyRefusal, isRefusedByServer, unavailable } from '../http/errors.ts';
 
 /**
  * `cost`: the request costs more than the tier's whole allowance, refused as such (nothing charged).
@@ -117,6 +117,8 @@ interface Waiter {
 interface PendingDecision extends Waiter {
   readonly input: DecisionInput;
   readonly signal: AbortSignal | undefined;
+  /** Sent once already, in a statement that failed with nothing committed: it is not sent a third time. */
+  retried: boolean;
   resolve(decision: Decision): void;
 }
 
@@ -206,6 +208,11 @@ export function databaseLimiter(
   let scheduled = false;
   /** The batches whose statement is in flight. */
   const inFlight = new Set<Batch>();
+  /**
+   * A client whose server refused a statement as read-only (a primary being demoted, or a standby): renewed, so
+   * that the next statements go to a fresh connection, which target_session_attrs leads to the new primary.
+   */
+  let readOnly: Sql | undefined;
 
   function onCurrentConnection(): number {
     let count = 0;
@@ -215,6 +222,13 @@ export function databaseLimiter(
 
   function schedule(): void {
     if (scheduled) return;
+    if (readOnly !== undefined) {
+      // Nothing more goes to a server that refused a statement as read-only: its connection is renewed once the
+      // statements on it have settled (each is refused too, and may be sent again on the fresh one).
+      if (readOnly === own.sql && onCurrentConnection() > 0) return;
+      if (readOnly === own.sql) own.renew(readOnly);
+      readOnly = undefined;
+    }
     const sending = onCurrentConnection();
     // Releases alone wait for the statement in flight: a decision may come meanwhile to carry them.
     if (sending >= (collecting !== undefined && collecting.decisions.length === 0 ? 1 : depth)) return;
@@ -238,6 +252,14 @@ export function databaseLimiter(
    */
   function watch(batch: Batch, ms: number): void {
     batch.timer = setTimeout(() => setImmediate(expire, batch), ms);
+  }
+
+  /** The batch's timer, set again for the earliest deadline of its callers (one sent again may be due before it). */
+  function rewatch(batch: Batch): void {
+    const earliest = Math.min(...batch.decisions.map((pending) => pending.deadline), ...batch.releases.map((pending) => pending.deadline));
+    if (earliest === Number.POSITIVE_INFINITY) return;
+    clearTimeout(batch.timer);
+    watch(batch, Math.max(earliest - performance.now(), 0));
   }
 
   /** Answers 503 to the batch's callers past their deadline; the timer is set again for the others. */
@@ -338,10 +360,26 @@ export function databaseLimiter(
         }
       })
       .catch((error: unknown) => {
+        if (isReadOnlyRefusal(error) && sql === own.sql) readOnly = sql;
+        // A statement that failed with nothing committed (never sent, or refused by the server as its primary goes
+        // away) is sent once more, on a fresh connection: to the new primary, or failing again to a 503. One that
+        // was sent and whose answer was lost may have been committed: sent again, it would charge twice.
+        const again = isDatabaseUnavailable(error) && (awaitingConnection(batch.statement!.query) || isRefusedByServer(error));
+        const retried: PendingDecision[] = [];
         for (const pending of decisions) {
           if (pending.settled) continue;
+          if (again && !pending.retried && !pending.signal?.aborted) {
+            pending.retried = true;
+            retried.push(pending);
+            continue;
+          }
           pending.settled = true;
           pending.reject(error);
+        }
+        if (retried.length > 0) {
+          const next = collect();
+          next.decisions.push(...retried);
+          rewatch(next);
         }
         for (const pending of releases) {
           if (pending.settled) continue;
@@ -371,6 +409,13 @@ export function databaseLimiter(
         ${allowances}::int[], ${windows}::int[])`;
     }
     const inputs = batch.map((pending) => pending.input);
+    // The decisions' synchronous_commit, when it is not rate_decide's own `off`: set for the statement's transaction
+    // by its last argument, which PostgreSQL evaluates before the function runs (db/functions/rate_decide.sql).
+    const commit = own.synchronousCommit;
+    const lastArgument =
+      commit === undefined
+        ? sql`${windows}::int[]`
+        : sql`(select ${windows}::int[] where set_config('paginated_collections.limiter_synchronous_commit', ${commit}, true) <> '')`;
     // Key hashes travel in hex, cast back in rate_decide.
     return sql`
       select * from ${sql(SERVICE_SCHEMA)}.rate_decide(
@@ -378,7 +423,7 @@ export function databaseLimiter(
         ${arrayLiteral(inputs.map((input) => input.ipSubject))}::text[], ${arrayLiteral(inputs.map((input) => input.ipTier))}::text[],
         ${arrayLiteral(inputs.map((input) => input.cost))}::int[], ${arrayLiteral(inputs.map((input) => input.clockOffset))}::float8[],
         ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[],
-        ${allowances}::int[], ${windows}::int[])`;
+        ${allowances}::int[], ${lastArgument})`;
   }
 
   const deadline = () => (timeoutMs === Number.POSITIVE_INFINITY ? timeoutMs : performance.now() + timeoutMs);
@@ -386,7 +431,7 @@ export function databaseLimiter(
   return {
     decide(input, signal) {
       return new Promise<Decision>((resolve, reject) => {
-        collect().decisions.push({ input, signal, deadline: deadline(), settled: false, resolve, reject });
+        collect().decisions.push({ input, signal, deadline: deadline(), settled: false, retried: false, resolve, reject });
         schedule();
       });
     },

@@ -100,10 +100,14 @@ export function buildApp(deps: AppDeps): App {
   const metrics =
     config.adminToken === undefined
       ? undefined
-      : createMetrics(pools, () => {
-          const { number, hash, unavailable } = collections.current();
-          return { generation: number, hash, unavailable: unavailable.keys(), reloads: collections.reloads };
-        });
+      : createMetrics(
+          pools,
+          () => {
+            const { number, hash, unavailable } = collections.current();
+            return { generation: number, hash, unavailable: unavailable.keys(), reloads: collections.reloads };
+          },
+          () => database.servers(),
+        );
   const remoteAddress = deps.remoteAddress ?? socketAddress;
   /** The socket's peer, worked out once per request (lib/http/exchange.ts), on every runtime. */
   const peerOf = (c: Context) => c.get('exchange').peer;

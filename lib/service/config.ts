@@ -1,6 +1,8 @@
 // Service configuration: the environment parsed once into a typed, frozen object.
 import proxyaddr from 'proxy-addr';
+import { SYNCHRONOUS_COMMIT, type SynchronousCommit } from '../../db/client.ts';
 import { databaseIdentity } from '../../db/identity.ts';
+import { parsePostgresUrl, TARGET_SESSION_ATTRS } from '../../db/url.ts';
 import type { TrustProxy } from '../http/forwarding.ts';
 import { LOG_LEVELS, type LogLevel } from '../http/logger.ts';
 import { publicKeyOf, type TokenSettings } from '../ratelimit/tokens.ts';
@@ -18,6 +20,12 @@ export interface Config {
    * tables, keys and tiers are on the data database (docs/how-to/limiter-databases.md).
    */
   readonly limiterDatabaseUrls: readonly string[] | undefined;
+  /**
+   * The `synchronous_commit` of the limiter's decisions (LIMITER_SYNCHRONOUS_COMMIT): `off` by default, so a
+   * decision never waits for a WAL flush, and a crash or a failover can lose the last ones
+   * (docs/explanation/rate-limit.md, "Asynchronous commit").
+   */
+  readonly limiterSynchronousCommit: SynchronousCommit;
   /** Base of every absolute href; unset: taken from each request's own URL. */
   readonly publicUrl: string | undefined;
   /** Which peers are our proxies, whose X-Forwarded-For / -Host / -Proto count; none when unset. */
@@ -150,13 +158,71 @@ function parseLogLevel(value: string | undefined): LogLevel {
 
 const POSTGRES = ['postgres:', 'postgresql:'];
 
+/**
+ * A postgres:// URL, with one host or a list of them and a `target_session_attrs` libpq knows
+ * (docs/how-to/ha-pair.md). `writes`: the URL must reach a primary, whatever its hosts are doing: a host list
+ * then needs `target_session_attrs=read-write` (or `primary`), without which a connection made again after a
+ * failover could reach the standby, and a value that asks for a standby is refused.
+ */
+function parseDatabaseUrl(name: string, value: string | undefined, writes: boolean, env: Env): string | undefined {
+  if (value === undefined) return undefined;
+  let url: ReturnType<typeof parsePostgresUrl>;
+  try {
+    url = parsePostgresUrl(value);
+  } catch (error) {
+    const reason = (error as Error).message;
+    throw new ConfigError(`Invalid ${name}: "${value}" is not a URL${reason.startsWith('the host list') ? `: ${reason}` : ''}`);
+  }
+  if (!POSTGRES.includes(url.protocol)) {
+    throw new ConfigError(`Invalid ${name}: expected a ${POSTGRES.join(' or ')} URL, got "${value}"`);
+  }
+  // libpq's and postgres.js's default when the URL says nothing.
+  const attrs = url.targetSessionAttrs ?? optional(env, 'PGTARGETSESSIONATTRS');
+  if (attrs !== undefined && !(TARGET_SESSION_ATTRS as readonly string[]).includes(attrs)) {
+    throw new ConfigError(`Invalid ${name}: target_session_attrs must be one of ${TARGET_SESSION_ATTRS.join(', ')}, got "${attrs}"`);
+  }
+  if (!writes) return value;
+  const from = url.targetSessionAttrs === undefined ? 'PGTARGETSESSIONATTRS' : 'target_session_attrs';
+  if (attrs === 'standby' || attrs === 'prefer-standby' || attrs === 'read-only') {
+    throw new ConfigError(
+      `Invalid ${name}: ${from}=${attrs} leads to a standby, which refuses writes; use read-write (or primary), and DATABASE_READ_URL for a standby`,
+    );
+  }
+  if (url.hosts.length > 1 && attrs !== 'read-write' && attrs !== 'primary') {
+    throw new ConfigError(
+      `Invalid ${name}: it names ${url.hosts.length} hosts without target_session_attrs=read-write (or primary), so a connection could reach a standby, which refuses writes; add ?target_session_attrs=read-write`,
+    );
+  }
+  return value;
+}
+
+function parseSynchronousCommit(value: string | undefined): SynchronousCommit {
+  if (value === undefined) return 'off';
+  const level = SYNCHRONOUS_COMMIT.find((name) => name === value);
+  if (level === undefined) {
+    throw new ConfigError(`Invalid LIMITER_SYNCHRONOUS_COMMIT: expected one of ${SYNCHRONOUS_COMMIT.join(', ')}, got "${value}"`);
+  }
+  return level;
+}
+
 /** More would each be a connection of every instance, and a copy of every key to write. */
 const MAX_LIMITER_DATABASES = 16;
 
-/** LIMITER_DATABASE_URL: one URL, or a comma list, each naming a database no other entry names. */
-function parseLimiterUrls(value: string | undefined): readonly string[] | undefined {
+/**
+ * LIMITER_DATABASE_URL: one URL, or a comma list, each naming a database no other entry names. A URL's own host
+ * list holds commas too: a comma inside a URL's authority (after `//`, before its path or query), followed by no
+ * scheme, separates that URL's hosts.
+ */
+function parseLimiterUrls(value: string | undefined, env: Env): readonly string[] | undefined {
   if (value === undefined) return undefined;
-  const urls = value.split(',').map((part) => parseUrl('LIMITER_DATABASE_URL', part.trim(), POSTGRES)!);
+  const parts: string[] = [];
+  for (const part of value.split(',')) {
+    const last = parts.at(-1);
+    const inAuthority = last !== undefined && /^\s*[a-z][a-z0-9+.-]*:\/\/[^/?#]*$/i.test(last);
+    if (inAuthority && !/^\s*[a-z][a-z0-9+.-]*:\/\//i.test(part)) parts[parts.length - 1] = `${last},${part}`;
+    else parts.push(part);
+  }
+  const urls = parts.map((part) => parseDatabaseUrl('LIMITER_DATABASE_URL', part.trim(), true, env)!);
   if (urls.length > MAX_LIMITER_DATABASES) {
     throw new ConfigError(`Invalid LIMITER_DATABASE_URL: expected at most ${MAX_LIMITER_DATABASES} URLs, got ${urls.length}`);
   }
@@ -275,10 +341,11 @@ export function parseConfig(env: Env): Config {
   }
   return Object.freeze({
     port: parsePort(optional(env, 'PORT')),
-    databaseUrl: parseUrl('DATABASE_URL', optional(env, 'DATABASE_URL'), POSTGRES),
-    databaseDirectUrl: parseUrl('DATABASE_DIRECT_URL', optional(env, 'DATABASE_DIRECT_URL'), POSTGRES),
-    databaseReadUrl: parseUrl('DATABASE_READ_URL', optional(env, 'DATABASE_READ_URL'), POSTGRES),
-    limiterDatabaseUrls: parseLimiterUrls(optional(env, 'LIMITER_DATABASE_URL')),
+    databaseUrl: parseDatabaseUrl('DATABASE_URL', optional(env, 'DATABASE_URL'), true, env),
+    databaseDirectUrl: parseDatabaseUrl('DATABASE_DIRECT_URL', optional(env, 'DATABASE_DIRECT_URL'), true, env),
+    databaseReadUrl: parseDatabaseUrl('DATABASE_READ_URL', optional(env, 'DATABASE_READ_URL'), false, env),
+    limiterDatabaseUrls: parseLimiterUrls(optional(env, 'LIMITER_DATABASE_URL'), env),
+    limiterSynchronousCommit: parseSynchronousCommit(optional(env, 'LIMITER_SYNCHRONOUS_COMMIT')),
     publicUrl: publicUrl?.replace(/\/+$/, ''),
     trustProxy: parseTrustProxy(optional(env, 'TRUST_PROXY')),
     adminToken: parseSecret('ADMIN_TOKEN', optional(env, 'ADMIN_TOKEN'), 16),

@@ -182,6 +182,12 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
     pooled: isPooled,
     read: readUrl === undefined ? undefined : { url: readUrl, pooled: await pooled(readUrl) },
     limiters: limiterOrder,
+    limiterSynchronousCommit: config.limiterSynchronousCommit,
+    // With a host list, which host answers, and after a failover the new one (docs/how-to/ha-pair.md).
+    onServer: ({ client, server, previous }) =>
+      previous === undefined
+        ? logger.info(`${client} is open to ${server}`)
+        : logger.warn(`${client} is open to ${server} now, no longer to ${previous}: the primary moved (a failover or a switchover)`),
   });
   if (isPooled) log('DATABASE_URL leads to a transaction pooler: no named statements, no pipelining');
   // The watch connections, which cancel the statements their budgets cut short, made now rather than at the

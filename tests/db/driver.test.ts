@@ -1,9 +1,11 @@
 // postgres.js's private fields, as db/driver.ts reads them, on a real server: a query's backend pid, the canceller
 // that cancels its running statement, the `active` hook that tells when the statement runs, the patch's pool
-// state, and the pin to postgres.js 3.4.9 with its patch. A release that moves any of them fails here.
+// state and its hook on opened connections, and the pin to postgres.js 3.4.9 with its patch. A release that moves
+// any of them fails here. Host lists and target_session_attrs: tests/db/host-list.test.ts.
 import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import postgres from 'postgres';
 import t from 'tap';
 import {
   awaitingConnection,
@@ -11,10 +13,12 @@ import {
   cancelKeyPid,
   checkDriver,
   DRIVER_VERSION,
+  onServer,
   poolStatsOf,
   takeCanceller,
   whenRunning,
 } from '../../db/driver.ts';
+import { hostName, parsePostgresUrl } from '../../db/url.ts';
 import { scratchSession, serverUrl } from '../helpers/db.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -94,19 +98,34 @@ t.test("the patch's pool state", async (t) => {
   const sql = scratchSession(t, serverUrl());
   const read = poolStatsOf(sql);
   t.type(read, 'function', 'a postgres.js client has it');
-  t.same(read!(), { open: 0, inUse: 0, waiting: 0 }, 'nothing open yet');
+  t.same(read!(), { open: 0, inUse: 0, waiting: 0, servers: {} }, 'nothing open yet');
   await sql`select 1`;
-  t.same(read!(), { open: 1, inUse: 0, waiting: 0 }, 'one connection open, idle');
+  // The URL's one host, as the server's connections are counted by.
+  const servers = { [hostName(parsePostgresUrl(serverUrl()).hosts[0]!)]: 1 };
+  t.same(read!(), { open: 1, inUse: 0, waiting: 0, servers }, "one connection open, idle, to the URL's host");
   const first = sql`select pg_sleep(0.3)`;
   const second = sql`select pg_sleep(0.3)`;
   const [firstRunning, secondRunning] = [running(first), running(second)];
   const done = Promise.all([first, second]);
   await firstRunning;
-  t.same(read!(), { open: 1, inUse: 1, waiting: 1 }, 'one statement runs, the other waits behind it');
+  t.same(read!(), { open: 1, inUse: 1, waiting: 1, servers }, 'one statement runs, the other waits behind it');
   await secondRunning;
-  t.same(read!(), { open: 1, inUse: 1, waiting: 0 }, 'then the other runs');
+  t.same(read!(), { open: 1, inUse: 1, waiting: 0, servers }, 'then the other runs');
   await done;
-  t.same(read!(), { open: 1, inUse: 0, waiting: 0 }, 'idle again');
+  t.same(read!(), { open: 1, inUse: 0, waiting: 0, servers }, 'idle again');
+});
+
+t.test("the patch's hook on opened connections: each connection's host:port, before its first statement runs", async (t) => {
+  const opened: string[] = [];
+  const sql = postgres(serverUrl(), { max: 2, onnotice: () => {}, ...onServer((server) => opened.push(server)) });
+  t.teardown(() => sql.end({ timeout: 1 }));
+  const host = hostName(parsePostgresUrl(serverUrl()).hosts[0]!);
+  const query = sql`select 1`;
+  const told = new Promise<number>((resolve) => whenRunning(query, () => resolve(opened.length)));
+  await query;
+  t.equal(await told, 1, 'told when the connection opened, before the statement ran');
+  await Promise.all([sql`select pg_sleep(0.05)`, sql`select pg_sleep(0.05)`]);
+  t.same(opened, [host, host], 'once per connection opened, naming its host');
 });
 
 t.test('the pin: postgres.js 3.4.9 with the patch, and nothing else', async (t) => {

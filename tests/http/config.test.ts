@@ -11,6 +11,7 @@ t.test('defaults', async (t) => {
     databaseDirectUrl: undefined,
     databaseReadUrl: undefined,
     limiterDatabaseUrls: undefined,
+    limiterSynchronousCommit: 'off',
     publicUrl: undefined,
     trustProxy: { kind: 'none' },
     adminToken: undefined,
