@@ -214,3 +214,26 @@ t.test('the service on host lists: the primary for DATABASE_URL, the standby for
     t.pass(`a log line names the host that answers ${client}`);
   }
 });
+
+t.test("LIMITER_DATABASE_URL as a host list: the limiter decides on the pair's primary", async (t) => {
+  const admin = client(primary.url());
+  t.teardown(() => admin.end({ timeout: 1 }));
+  await admin`create database limiter`;
+  const limiterUrl = `postgres://postgres@${hostsOf(standby.port, primary.port)}/limiter?target_session_attrs=read-write`;
+  const server = await startServer(t, await freePort(), { DATABASE_URL: primary.url(), LIMITER_DATABASE_URL: limiterUrl });
+  const res = await fetch(`${server.url}/v1`);
+  t.equal(res.status, 200, 'served');
+  await res.arrayBuffer();
+  const onLimiter = client(`postgres://postgres@127.0.0.1:${primary.port}/limiter`);
+  t.teardown(() => onLimiter.end({ timeout: 1 }));
+  const [row] = await onLimiter`select count(*)::int as subjects from paginated_collections.rate_windows`;
+  t.equal(row!.subjects, 1, "the decision's row is in the limiter database, on the primary");
+  const identity = `${hostsOf(primary.port, standby.port).split(',').sort().join(',')}/limiter`;
+  for (const line of [
+    `Rate limiter on ${identity}; keys and tiers from ${identity}, the oldest by its record`,
+    `The rate limiter's connection to ${identity} is open to 127.0.0.1:${primary.port}`,
+  ]) {
+    await waitFor(`the line "${line}"`, () => logLines(server.output()).some((each) => each.msg === line), { until: (found) => found });
+    t.pass(line);
+  }
+});
