@@ -172,3 +172,17 @@ t.test('the pin: postgres.js 3.4.9 with the patch, and nothing else', async (t) 
     'so does a missing patch',
   );
 });
+
+t.test('a query after one that failed mid-stream gets its own rows, from the first', async (t) => {
+  const sql = scratchSession(t, serverUrl());
+  // Rows 1 and 2 are sent before row 3 divides by zero; the second query is sent behind it on the one connection.
+  const failed = sql`select i, 1 / (3 - i) as boom from generate_series(1, 10) as i`.catch((error: { code: string }) => error.code);
+  const next = sql`select x from generate_series(1, 5) as x`;
+  t.equal(await failed, '22012', 'division by zero');
+  const rows = await next;
+  t.equal(rows.length, 5, 'five rows, no holes before them');
+  t.same(
+    rows.map((row) => row.x),
+    [1, 2, 3, 4, 5],
+  );
+});
