@@ -16,6 +16,7 @@ import { parse as parseYaml } from 'yaml';
 import { createClient } from '../client/index.ts';
 import { databaseIdentity } from '../db/identity.ts';
 import { SERVICE_SCHEMA } from '../db/service-schema.ts';
+import { parsePostgresUrl } from '../db/url.ts';
 import { readCatalog } from '../lib/catalog/read.ts';
 import { schemaNames } from '../lib/catalog/schemas.ts';
 import { initFile } from '../lib/collections/init.ts';
@@ -279,7 +280,8 @@ async function withDatabase<T>(command: string, env: NodeJS.ProcessEnv, work: (s
   }
   let identity: string;
   try {
-    if (!['postgres:', 'postgresql:'].includes(new URL(url).protocol)) throw new TypeError('not postgres');
+    // A host list too (host1:5432,host2:5432), as the service takes it (db/url.ts).
+    if (!['postgres:', 'postgresql:'].includes(parsePostgresUrl(url).protocol)) throw new TypeError('not postgres');
     identity = databaseIdentity(url);
   } catch {
     throw new CliError('Invalid DATABASE_URL: expected a postgres:// or postgresql:// URL');
