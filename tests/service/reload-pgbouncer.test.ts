@@ -56,7 +56,7 @@ t.test('behind PgBouncer, a NOTIFY through the pooler and a listening connection
   await sql`alter table scratch.notes add column more int`;
   await waitFor('the column added while nobody listened', fields, { until: (names) => names === 'id,body,tag,more', timeoutMs: 5_000 });
   await waitFor('the connection lost and made again, logged', () =>
-    /Reload notifications: the connection was lost[^]*Reload notifications: listening again on paginated_collections_reload/.test(
+    /Reload notifications: the connection was lost[\s\S]*Reload notifications: listening again on paginated_collections_reload/.test(
       server.output(),
     ),
   );
