@@ -409,21 +409,27 @@ export function databaseLimiter(
         ${allowances}::int[], ${windows}::int[])`;
     }
     const inputs = batch.map((pending) => pending.input);
-    // The decisions' synchronous_commit, when it is not rate_decide's own `off`: set for the statement's transaction
-    // by its last argument, which PostgreSQL evaluates before the function runs (db/functions/rate_decide.sql).
-    const commit = own.synchronousCommit;
-    const lastArgument =
-      commit === undefined
-        ? sql`${windows}::int[]`
-        : sql`(select ${windows}::int[] where set_config('paginated_collections.limiter_synchronous_commit', ${commit}, true) <> '')`;
     // Key hashes travel in hex, cast back in rate_decide.
+    const keyHashes = arrayLiteral(inputs.map((input) => input.keyHash?.toString('hex') ?? null));
+    const ipSubjects = arrayLiteral(inputs.map((input) => input.ipSubject));
+    const ipTiers = arrayLiteral(inputs.map((input) => input.ipTier));
+    const costs = arrayLiteral(inputs.map((input) => input.cost));
+    const clockOffsets = arrayLiteral(inputs.map((input) => input.clockOffset));
+    const commit = own.synchronousCommit;
+    if (commit === undefined) {
+      return sql`
+        select * from ${sql(SERVICE_SCHEMA)}.rate_decide(${keyHashes}::text[], ${ipSubjects}::text[], ${ipTiers}::text[],
+          ${costs}::int[], ${clockOffsets}::float8[], ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[],
+          ${refunds}::int[], ${expiries}::bigint[], ${allowances}::int[], ${windows}::int[])`;
+    }
+    // The decisions' synchronous_commit, when it is not rate_decide's own `off`: set for the statement's transaction
+    // by its last argument, which PostgreSQL evaluates before the function runs (db/functions/rate_decide.sql). One
+    // statement either way, written whole: a fragment for the last argument would be one more object a statement.
     return sql`
-      select * from ${sql(SERVICE_SCHEMA)}.rate_decide(
-        ${arrayLiteral(inputs.map((input) => input.keyHash?.toString('hex') ?? null))}::text[],
-        ${arrayLiteral(inputs.map((input) => input.ipSubject))}::text[], ${arrayLiteral(inputs.map((input) => input.ipTier))}::text[],
-        ${arrayLiteral(inputs.map((input) => input.cost))}::int[], ${arrayLiteral(inputs.map((input) => input.clockOffset))}::float8[],
-        ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[], ${refunds}::int[], ${expiries}::bigint[],
-        ${allowances}::int[], ${lastArgument})`;
+      select * from ${sql(SERVICE_SCHEMA)}.rate_decide(${keyHashes}::text[], ${ipSubjects}::text[], ${ipTiers}::text[],
+        ${costs}::int[], ${clockOffsets}::float8[], ${leaseTtl}, ${subjects}::text[], ${slots}::int[], ${tokens}::bigint[],
+        ${refunds}::int[], ${expiries}::bigint[], ${allowances}::int[],
+        (select ${windows}::int[] where set_config('paginated_collections.limiter_synchronous_commit', ${commit}, true) <> ''))`;
   }
 
   const deadline = () => (timeoutMs === Number.POSITIVE_INFINITY ? timeoutMs : performance.now() + timeoutMs);
