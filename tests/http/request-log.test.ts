@@ -1,6 +1,6 @@
 // The request log: one JSON line per request with its id, route, status, duration, cost, tier, outcome and
 // subject; never a key nor the query's values; a 500's error once, with its stack, on that line at `error`.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
@@ -198,14 +198,25 @@ t.test('pretty lines on a terminal: a process whose stdout is a terminal reads t
   const port = await freePort();
   const root = fileURLToPath(new URL('../..', import.meta.url));
   // script(1) gives the server a pseudo-terminal as its stdout, as a person's terminal would.
-  const child = spawn('script', ['-qfec', `${process.execPath} server.ts`, '/dev/null'], {
+  // `exec`: the server is script's own child, and a signal to script reaches it (a closed terminal's SIGHUP only
+  // reloads the service's collections, so script's end alone would leave the server running).
+  const child = spawn('script', ['-qfec', `exec ${process.execPath} server.ts`, '/dev/null'], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, COLLECTIONS: 'demo', PORT: String(port), NO_COLOR: '1' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  t.teardown(() => stopProcess(child, { graceMs: 5000 }));
+  t.teardown(async () => {
+    // The server first, by its pid (script's child, as `exec` made it), then script, which ends with it.
+    const server = Number(
+      spawnSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })
+        .stdout.trim()
+        .split('\n')[0],
+    );
+    if (server > 0) process.kill(server, 'SIGTERM');
+    await stopProcess(child, { graceMs: 5000 });
+  });
   await waitFor('the server to listen', () => output, { until: (text) => text.includes('Listening on'), timeoutMs: 60_000 });
   t.equal((await fetch(`http://127.0.0.1:${port}/v1/products?limit=2`)).status, 200);
   await waitFor('the request line', () => output, { until: (text) => text.includes('/v1/products 200'), timeoutMs: 5000 });
