@@ -108,6 +108,9 @@ export function publicKeyOf(pem: string): { readonly key: KeyObject; readonly al
 }
 
 /** Verifies tokens as `settings` say; throws an Error when they name no key, or a bad one. */
+/** Tokens up to this many characters are cached under their own text (an HS256 token with a few claims is ~200). */
+const CACHED_AS_IS = 1024;
+
 export function tokenVerifier(settings: TokenSettings, options: TokenVerifierOptions = {}): TokenVerifier {
   const now = options.now ?? Date.now;
   const { key, algorithms } = keysOf(settings, now, options.jwksCache);
@@ -144,8 +147,9 @@ export function tokenVerifier(settings: TokenSettings, options: TokenVerifierOpt
 
   return {
     verify(token) {
-      // By its digest: 10,000 tokens of a few KiB each would be tens of MiB of keys.
-      const id = createHash('sha256').update(token).digest('base64url');
+      // A token of ordinary length by itself; a longer one by its digest: 10,000 tokens of a few KiB each would be
+      // tens of MiB of keys, and hashing every ordinary token costs each request that sends it again.
+      const id = token.length <= CACHED_AS_IS ? token : createHash('sha256').update(token).digest('base64url');
       const known = cache.get(id);
       if (known !== undefined) {
         cache.delete(id);
