@@ -4,6 +4,7 @@ import type { Sql } from 'postgres';
 import { createClient, type FetchFunction } from '../client/index.ts';
 import { qualifiedName } from '../lib/catalog/model.ts';
 import type { Collection } from '../lib/collections/model.ts';
+import { claimAt } from '../lib/pagination/access.ts';
 
 export interface WalkOptions {
   /** The service's origin, e.g. http://localhost:3000. */
@@ -132,16 +133,6 @@ function unreadRows(collection: Collection, claims: Readonly<Record<string, unkn
     conditions.push(`${quote(rule.column.name)} = any($${parameters.length}::text[]::${quote(type.schema)}.${quote(type.name)}[])`);
   }
   return { where: conditions.join(' and '), parameters };
-}
-
-/** The claim at a dotted path's parts, as the service reads it (lib/pagination/access.ts). */
-function claimAt(claims: Readonly<Record<string, unknown>>, path: readonly string[]): unknown {
-  let value: unknown = claims;
-  for (const part of path) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part)) return undefined;
-    value = (value as Record<string, unknown>)[part];
-  }
-  return value;
 }
 
 /** The first request of each variant the collection offers: the largest page, the default order, no filter. */

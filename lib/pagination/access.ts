@@ -44,7 +44,7 @@ function insufficientScope(detail: string): ApiError {
 }
 
 /** The claim at `path` of `claims` (a dotted path reads nested objects), or undefined. */
-function claimAt(claims: Readonly<Record<string, unknown>>, path: readonly string[]): unknown {
+export function claimAt(claims: Readonly<Record<string, unknown>>, path: readonly string[]): unknown {
   let value: unknown = claims;
   for (const part of path) {
     if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, part)) return undefined;
