@@ -104,7 +104,7 @@ const OUTCOMES: Record<Decision['outcome'], string> = {
 };
 
 type Refusal =
-  | { readonly kind: 'decided'; readonly cost: number; readonly token?: string | undefined }
+  | { readonly kind: 'decided'; readonly cost: number; readonly invalidToken?: ApiError | undefined }
   | { readonly kind: 'count'; readonly cost: number; readonly kept: number }
   | { readonly kind: 'answered'; readonly error: ApiError; readonly kept: number }
   | { readonly kind: 'in flight'; readonly owed: number; readonly cost: number };
@@ -126,7 +126,7 @@ function refusal(decision: Decision, refused: Refusal): ApiError {
         });
       case 'invalid_key':
         // A token that failed verification is decided as a key that does not exist: counted against the address.
-        if (refused.token !== undefined) return new ApiError('invalid_token', `Invalid token: ${refused.token}`, { headers });
+        if (refused.invalidToken !== undefined) return new ApiError('invalid_token', refused.invalidToken.detail, { headers });
         return new ApiError('invalid_api_key', 'Invalid API key: unknown, revoked or malformed', { headers });
       case 'cost':
         return overAllowance(refused.cost, decision, headers);
@@ -215,7 +215,7 @@ export class Gate {
     // decided as an invalid key (counted against the address, 1 unit). A key set that cannot be fetched is a
     // 503 thrown here: nothing decided, nothing charged.
     let token: TokenClient | undefined;
-    let invalidToken: string | undefined;
+    let invalidToken: ApiError | undefined;
     if (credential.kind === 'token') {
       try {
         // A token verified before is answered at once, without a turn of the event loop.
@@ -223,7 +223,7 @@ export class Gate {
         token = verified instanceof Promise ? await verified : verified;
       } catch (error) {
         if (!(error instanceof ApiError) || error.code !== 'invalid_token') throw error;
-        invalidToken = error.detail.replace(/^Invalid token: /, '');
+        invalidToken = error;
       }
     }
     const ipSubject = `${client.registration ? 'reg' : 'ip'}:${address}`;
@@ -246,7 +246,7 @@ export class Gate {
     });
     if (decision.outcome === 'unknown_tier') {
       // A verified token whose tier claim names no tier: refused as an invalid token, counted against the address.
-      invalidToken = `its tier ${JSON.stringify(token!.tier)} does not exist`;
+      invalidToken = new ApiError('invalid_token', `Invalid token: its tier ${JSON.stringify(token!.tier)} does not exist`);
       cost = 1;
       decision = await this.limiter.decide({ keyHash: Buffer.alloc(0), ipSubject, ipTier, cost, clockOffset: this.clockOffset() });
     }
@@ -256,7 +256,7 @@ export class Gate {
     record.subject = decision.subject;
     record.outcome = OUTCOMES[decision.outcome];
     this.offerHousekeeping();
-    if (decision.outcome !== 'ok') throw refusal(decision, { kind: 'decided', cost, token: invalidToken });
+    if (decision.outcome !== 'ok') throw refusal(decision, { kind: 'decided', cost, invalidToken });
     const principal: Principal =
       token !== undefined
         ? { kind: 'token', collections: token.collections, claims: token.claims }

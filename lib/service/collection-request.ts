@@ -18,7 +18,7 @@ import { rawQueryOf } from '../pagination/params.ts';
 import { needsEstimate, type Prepared, Preparer, refusedWith, withEstimate } from '../pagination/prepare.ts';
 import { countSettlement } from '../pagination/price.ts';
 import { respond } from '../pagination/respond.ts';
-import type { Charge, Gate } from '../ratelimit/gate.ts';
+import type { Admission, Charge, Gate } from '../ratelimit/gate.ts';
 import { clientOf } from './limited-routes.ts';
 import { catalogChanged, type Generation, RECHECK_MS, type ServedCollections } from './served-collections.ts';
 
@@ -55,18 +55,15 @@ class CollectionCharge implements Charge {
   prepared: Prepared;
   private readonly reads: Database;
   private readonly preparer: Preparer;
-  /** The answer to a statement that met a changed catalog (a 503 collection_unavailable), the reload asked for. */
-  private readonly unavailable: (error: unknown) => ApiError;
   /** What the request bound to its client's rows costs more than it was admitted with (a read over several values of a row rule). */
   private extra = 0;
 
-  constructor(prepared: Prepared, reads: Database, preparer: Preparer, unavailable: (error: unknown) => ApiError) {
+  constructor(prepared: Prepared, reads: Database, preparer: Preparer) {
     this.prepared = prepared;
     this.units = prepared.price.units;
     this.sending = prepared.price.sending;
     this.reads = reads;
     this.preparer = preparer;
-    this.unavailable = unavailable;
   }
 
   settle(counted: number | undefined): number {
@@ -84,11 +81,7 @@ class CollectionCharge implements Charge {
     const planned = estimateItems(this.reads, bound.collection, bound.read.request.filters);
     // A number when the estimate is kept: the request waits for no more turns of the event loop than its statements take.
     if (typeof planned === 'number') return added + withEstimate(bound, planned);
-    return withTimeout(planned, this.reads.queryDeadlineMs).then(
-      (estimate) => added + withEstimate(bound, estimate),
-      // The planner met a changed catalog: a 503 the limiter answers as the database's failure, never a 500.
-      (error: unknown) => Promise.reject(catalogChanged(error) ? this.unavailable(error) : error),
-    );
+    return withTimeout(planned, this.reads.queryDeadlineMs).then((estimate) => added + withEstimate(bound, estimate));
   }
 }
 
@@ -108,6 +101,13 @@ function forClient(prepared: Prepared, authorization: string | undefined, gated:
   }
 }
 
+/** A statement (or the planner's estimate) met a changed catalog: the catalog is read again, and the request answered 503, never 500. */
+function metChange(collections: ServedCollections, name: string, exchange: Exchange, error: unknown): ApiError {
+  collections.changed(name, error);
+  exchange.cause = 'collection';
+  return collectionUnavailable(name, 1);
+}
+
 export function collectionRequests(deps: CollectionRequestDeps) {
   const { collections, reads, config, cursorSecret, compressor, gate, log } = deps;
   const executeDeps = { database: reads, cursorSecret };
@@ -124,12 +124,6 @@ export function collectionRequests(deps: CollectionRequestDeps) {
     const name = c.req.param('collection')!;
     const generation = collections.current();
     const preparer = preparerOf(generation);
-    /** A statement met a changed catalog: the catalog is read again, and the request answered 503, never 500. */
-    const metChange = (error: unknown): ApiError => {
-      collections.changed(name, error);
-      exchange.cause = 'collection';
-      return collectionUnavailable(name, 1);
-    };
 
     // 1. prepare: the collection, its parameters, variant, plan and price; or the 400, 404 or 405 (the keys' name)
     // it answers, the 503 of a collection the catalog no longer serves as the file says, or the 401 of a collection
@@ -142,11 +136,17 @@ export function collectionRequests(deps: CollectionRequestDeps) {
       exchange.cause = 'collection';
       read = refusedWith(collectionUnavailable(name, RECHECK_MS / 1000));
     } else read = preparer.prepare(name, rawQueryOf(request.url));
-    const charge = new CollectionCharge(forClient(read, client.authorization, gate !== undefined, preparer), reads, preparer, metChange);
+    const charge = new CollectionCharge(forClient(read, client.authorization, gate !== undefined, preparer), reads, preparer);
 
     // 2. admit: the limiter's decision, and the request bound to the rows its client may read; a refusal (429,
-    // 401, 403) is thrown, answered by the one error handler.
-    const admission = gate === undefined ? undefined : await gate.admit(client, charge, exchange);
+    // 401, 403) is thrown, answered by the one error handler, as is a planner's estimate that met a changed
+    // catalog (released by the gate, answered 503 here).
+    let admission: Admission | undefined;
+    try {
+      admission = gate === undefined ? undefined : await gate.admit(client, charge, exchange);
+    } catch (error) {
+      throw catalogChanged(error) ? metChange(collections, name, exchange, error) : error;
+    }
     const { prepared } = charge;
 
     // 3. execute, and render the chunk: its statements, within the request's budget of PostgreSQL time.
@@ -159,7 +159,7 @@ export function collectionRequests(deps: CollectionRequestDeps) {
       const rendered = renderChunk(prepared.collection.name, chunk, cursorSecret, prepared.rows.key);
       answer = { rendered, unchanged: notModified(ifNoneMatch, rendered.etag), counted: chunk.counted };
     } catch (error) {
-      const problem = catalogChanged(error) ? metChange(error) : problemOf(error, (fault) => log(fault, c));
+      const problem = catalogChanged(error) ? metChange(collections, name, exchange, error) : problemOf(error, (fault) => log(fault, c));
       answer = { problem, error };
     }
 

@@ -236,6 +236,15 @@ t.test("a cursor or an ETag of one tenant's rows is nothing to another's", async
   t.match(replayed.body.detail, /other rows/);
   const time = await api.json('/v1/orders?after=2000-01-01T00:00:00Z&page-size=5', { headers: one });
   t.equal((await api.json(pathOf(time.body._links.next.href), { headers: three })).body.code, 'invalid_cursor', 'a time cursor too');
+  // The newest chunk of a time walk links poll instead of next: tenant 1's poll link is nothing to tenant 2.
+  const newest = (await followNext('/v1/orders?after=2000-01-01T00:00:00Z&page-size=50', (path) => api.json(path, { headers: one }))).at(
+    -1,
+  );
+  const poll = pathOf(newest._links.poll.href);
+  t.equal((await api.json(poll, { headers: one })).status, 200, 'its own poll');
+  const polled = await api.json(poll, { headers: two });
+  t.equal(polled.status, 400, "tenant 2 polling with tenant 1's link");
+  t.equal(polled.body.code, 'invalid_cursor');
 
   // Tenants 3 and 4 both have no paid order over 99: bodies alike, tags not.
   const empty = '/v1/orders?offset=0&limit=5&total[gt]=99&count=none';

@@ -39,7 +39,7 @@ async function serverUser(): Promise<{ uid: number; gid: number } | undefined> {
 }
 
 /** Process ids whose parent is `pid`, from /proc. */
-async function childrenOf(pid: number): Promise<number[]> {
+export async function childrenOf(pid: number): Promise<number[]> {
   const children: number[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { alive } from '../../db/embedded.ts';
+import { childrenOf } from './cluster.ts';
 import { freePort, stopProcess } from './processes.ts';
 import { sleep, waitFor } from './wait.ts';
 
@@ -237,16 +238,4 @@ async function postmasterPid(pgdata: string): Promise<number> {
   const pid = Number((await readFile(path.join(pgdata, 'postmaster.pid'), 'utf8')).split('\n')[0]);
   if (!Number.isInteger(pid) || pid <= 0) throw new Error(`No postmaster running in ${pgdata}`);
   return pid;
-}
-
-/** Process ids whose parent is `pid`, from /proc. */
-async function childrenOf(pid: number): Promise<number[]> {
-  const children: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (ppid === pid) children.push(Number(entry));
-  }
-  return children;
 }
