@@ -273,12 +273,13 @@ function utcTimestampText(column: AnyPgColumn | SQL): SQL {
 }
 
 /**
- * interval as an ISO 8601 duration with every part, seconds with six digits: P1Y2M-3DT4H5M6.789000S; NULL as NULL
- * (format() would write its NULL arguments as nothing: PYMDTHMS).
+ * interval as an ISO 8601 duration with every part, seconds with six digits: P1Y2M-3DT4H5M6.789000S; `infinity` and
+ * `-infinity` (PostgreSQL 17 on) as they are, which have no parts; NULL as NULL (format() would write its NULL
+ * arguments as nothing: PYMDTHMS).
  */
 function intervalText(column: AnyPgColumn | SQL): SQL {
   const part = (field: string) => sql`extract(${sql.raw(field)} from ${column})`;
-  return sql`(case when ${column} is not null then format('P%sY%sM%sDT%sH%sM%sS', ${part('year')}, ${part('month')}, ${part('day')}, ${part('hour')}, ${part('minute')}, ${part('second')}) end)`;
+  return sql`(case when not isfinite(${column}) then ${column}::text when ${column} is not null then format('P%sY%sM%sDT%sH%sM%sS', ${part('year')}, ${part('month')}, ${part('day')}, ${part('hour')}, ${part('minute')}, ${part('second')}) end)`;
 }
 
 /** What each runtime type prints, as the OpenAPI document's item schemas say (lib/openapi/schemas.ts). */
@@ -287,7 +288,7 @@ export const PRINTED = {
   localTimestamp: /^(?:\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(?: BC)?|-?infinity)$/,
   time: /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$/,
   timetz: /^\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?[+-]\d{2}(?::\d{2}){0,2}$/,
-  interval: /^P-?\d+Y-?\d+M-?\d+DT-?\d+H-?\d+M-?\d+\.\d{6}S$/,
+  interval: /^(?:P-?\d+Y-?\d+M-?\d+DT-?\d+H-?\d+M-?\d+\.\d{6}S|-?infinity)$/,
 } as const;
 // PostgreSQL writes numeric without an exponent, and floats with at most three of its digits.
 const NUMBER_TEXT = /^(?:-?\d+(?:\.\d+)?(?:e[+-]\d{1,3})?|NaN|-?Infinity)$/;
@@ -323,6 +324,7 @@ const INT64 = 2n ** 63n;
 
 /** An interval as intervalText prints it, within what PostgreSQL holds: months and days in 32 bits, the time in 64 bits of microseconds. */
 function isIntervalPosition(value: unknown): boolean {
+  if (value === 'infinity' || value === '-infinity') return true;
   const m = isString(value) ? INTERVAL_POSITION.exec(value) : null;
   if (m === null) return false;
   const [years, months, days, hours, minutes, seconds] = m.slice(1, 7).map((part) => BigInt(part));
