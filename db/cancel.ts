@@ -51,6 +51,26 @@ export function cancelStatement(database: Database, query: object): Promise<bool
 }
 
 /**
+ * Whether `query`'s backend waits for a lock, looked at on the watch connection without signalling anything: a
+ * statement that was seen waiting is looked at so until it runs, when its budget starts again (budgetClock). No
+ * answer within WATCH_ANSWER_MS, or no backend, is taken for no wait, and the clock's cancel then decides.
+ */
+export function waitsForLock(database: Database, query: object): Promise<boolean> {
+  const pid = backendPid(query);
+  if (pid === undefined) return Promise.resolve(false);
+  let late: NodeJS.Timeout | undefined;
+  const answer = database.watch<{ waiting: boolean }[]>`
+    select coalesce((select wait_event_type = 'Lock' from pg_stat_activity where pid = ${pid}), false) as waiting`.then(
+    ([row]) => row?.waiting === true,
+    () => false,
+  );
+  const timeout = new Promise<boolean>((resolve) => {
+    late = setTimeout(() => resolve(false), WATCH_ANSWER_MS);
+  });
+  return Promise.race([answer, timeout]).finally(() => clearTimeout(late));
+}
+
+/**
  * Whether `error`, which ended `query`'s statement, is a cancel this process sent to another statement of the same
  * backend: one that ended before the cancel arrived, which then cut short the backend's next statement, this
  * one, which nobody meant to cancel.
