@@ -52,6 +52,9 @@ async function toggle(): Promise<void> {
     session = undefined;
     try {
       const { profile } = await ending.post('HeapProfiler.stopSampling');
+      // Kept whole on request, to read where the bytes go (a .heapprofile opens in Chrome's DevTools).
+      if (process.env.BENCH_ALLOC_PROFILE)
+        writeFileSync(`${process.env.BENCH_ALLOC_PROFILE}.${process.pid}.heapprofile`, JSON.stringify(profile));
       report({ state: 'done', bytes: total(profile.head as ProfileNode) });
     } finally {
       ending.disconnect();

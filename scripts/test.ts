@@ -4,7 +4,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
+import postgres from 'postgres';
 import { type EmbeddedServer, startEmbedded } from '../db/embedded.ts';
+import { TEMPLATE_PREFIX } from '../tests/helpers/db.ts';
 
 // The Debian packages the tests drive (Chromium, PgBouncer, HAProxy, …): installed when missing, as root;
 // otherwise what to install is named and nothing runs, rather than tests failing one by one.
@@ -51,6 +53,7 @@ tap.stdout.on('data', (chunk: Buffer) => {
   tail = (tail + chunk.toString()).slice(-4096);
 });
 const code = await new Promise<number>((resolve) => tap.on('close', (status) => resolve(status ?? 1)));
+await dropTemplates(env.DATABASE_URL);
 await embedded?.stop();
 
 // tap's closing line is "# { total: 30, pass: 29, fail: 1 }"; restate it plainly for CI.
@@ -58,3 +61,16 @@ const summary = /# \{([^}]*)\}\s*$/m.exec(stripVTControlCharacters(tail))?.[1] ?
 const count = (key: string) => Number(new RegExp(`${key}: (\\d+)`).exec(summary)?.[1] ?? 0);
 console.log(`Tests: ${count('pass')} passed, ${count('fail')} failed`);
 process.exit(code !== 0 ? code : count('pass') === 0 ? 1 : 0);
+
+/** Drops the migrated databases the tests copied theirs from (tests/helpers/db.ts, testDatabase): the suite's, not the server's. */
+async function dropTemplates(url: string): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const templates = await sql<{ datname: string }[]>`select datname from pg_database where starts_with(datname, ${TEMPLATE_PREFIX})`;
+    for (const { datname } of templates) await sql.unsafe(`drop database if exists ${datname} with (force)`);
+  } catch (error) {
+    console.error(`Could not drop the tests' template databases: ${(error as Error).message}`);
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}

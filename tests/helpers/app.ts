@@ -8,7 +8,7 @@ import type { Registry } from '../../lib/pagination/registry.ts';
 import type { LimiterOptions } from '../../lib/ratelimit/gate.ts';
 import { buildApp } from '../../lib/service/app.ts';
 import { type Config, parseConfig } from '../../lib/service/config.ts';
-import { type TestDatabase, testDatabase } from './db.ts';
+import { type TestDatabase, testDatabase, withSession } from './db.ts';
 
 /** The operator token of every test app (unless its `env` says otherwise) and of test servers that want one. */
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
@@ -53,8 +53,12 @@ export interface TestApp {
 
 export async function testApp(t: { teardown(fn: () => unknown): void }, options: TestAppOptions = {}): Promise<TestApp> {
   const database = await testDatabase(t, { statementTimeoutMs: options.statementTimeoutMs });
-  for (const [table, count] of Object.entries(options.seed ?? {})) {
-    if (count) await seedTable(database.sql, table as SeedTable, count);
+  // On a session of its own: the app's pool may have a statement timeout shorter than a seed takes on a busy machine.
+  const seeds = Object.entries(options.seed ?? {}).filter(([, count]) => count);
+  if (seeds.length > 0) {
+    await withSession(database.url, async (sql) => {
+      for (const [table, count] of seeds) await seedTable(sql, table as SeedTable, count!);
+    });
   }
   const config = parseConfig({ ADMIN_TOKEN, ...options.env });
   const cursorSecret = await loadCursorSecret(database.drizzle, config.cursorSecret);
