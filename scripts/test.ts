@@ -25,7 +25,14 @@ if (!process.env.DATABASE_URL) {
     process.exit(1);
   }
 }
-const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? embedded!.url };
+// Every Node process of the suite (test files, the servers and tools they start) preloads a module hook that
+// spares Node re-reading drizzle-orm's large package.json for each of its files (tests/helpers/drizzle-format.mjs).
+const drizzleFormat = fileURLToPath(new URL('../tests/helpers/drizzle-format.mjs', import.meta.url));
+const env = {
+  ...process.env,
+  DATABASE_URL: process.env.DATABASE_URL ?? embedded!.url,
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import "${drizzleFormat}"`.trim(),
+};
 
 // tap lets the test files that run finish when it is signalled, which can take minutes. It gets a
 // process group of its own, so that a stop signal reaches it, its test processes and the servers they
