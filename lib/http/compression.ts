@@ -3,8 +3,7 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import Negotiator from 'negotiator';
 
 /**
- * Bodies shorter than this (in UTF-16 code units, bytes for the ASCII of the demo collections) are sent as
- * they are; chosen from `npm run bench`'s compression table (docs/benchmarks.md,
+ * Bodies shorter than this many bytes are sent as they are; chosen from `npm run bench`'s compression table (docs/benchmarks.md,
  * "Compression"): below it, compressing costs more CPU than the few hundred bytes it saves are worth.
  */
 export const COMPRESSION_THRESHOLD = 1400;
@@ -35,13 +34,13 @@ function negotiate(acceptEncoding: string): string | undefined {
   return chosen === 'br' || chosen === 'gzip' ? chosen : undefined;
 }
 
-function compress(body: string, encoding: string): Uint8Array {
+function compress(body: Uint8Array, encoding: string): Uint8Array {
   if (encoding === 'gzip') return gzipSync(body, GZIP_OPTIONS);
   return brotliCompressSync(body, {
     params: {
       [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
       [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-      [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+      [constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength,
     },
   });
 }
@@ -89,8 +88,8 @@ export interface Compressed {
 }
 
 /** Whether a JSON body of this length is worth compressing: its answer then says `Vary: Accept-Encoding`. */
-export function compressible(body: string): boolean {
-  return body.length >= COMPRESSION_THRESHOLD;
+export function compressible(body: Uint8Array): boolean {
+  return body.byteLength >= COMPRESSION_THRESHOLD;
 }
 
 /**
@@ -104,7 +103,7 @@ export class Compressor {
   private readonly kept = new KeptChunks(KEPT_BYTES);
 
   /** `body` compressed as `acceptEncoding` asks, or undefined to send it as it is; `etag` names it among those kept. */
-  compress(body: string, etag: string | undefined, acceptEncoding: string | undefined): Compressed | undefined {
+  compress(body: Uint8Array, etag: string | undefined, acceptEncoding: string | undefined): Compressed | undefined {
     if (acceptEncoding === undefined || !compressible(body)) return undefined;
     const encoding = negotiate(acceptEncoding);
     if (encoding === undefined) return undefined;

@@ -20,10 +20,14 @@ function tagKey(secret: string): KeyObject {
  * every instance), 160 bits in base64url. Keyed, so that no client can compute the tag of a body it was
  * never sent: a plain digest let a client predict an empty chunk's body for any filter and learn from a
  * free 304 that nothing matched. Weak, since the same JSON may be sent compressed or not (RFC 9110 section
- * 8.8.1); a digest of the whole body, so that any change to an item or a link changes it.
+ * 8.8.1); a digest of the whole body, so that any change to an item or a link changes it. `scope`, when not
+ * empty, is digested before the body: what else the tag is keyed by (the client's rows), so that equal bodies
+ * of different scopes never share a tag.
  */
-export function weakEtag(secret: string, body: string): string {
-  return `W/"${createHmac('sha256', tagKey(secret)).update(body).digest().toString('base64url', 0, 20)}"`;
+export function weakEtag(secret: string, body: string | Uint8Array, scope = ''): string {
+  const hmac = createHmac('sha256', tagKey(secret));
+  if (scope !== '') hmac.update(scope).update('\n');
+  return `W/"${hmac.update(body).digest().toString('base64url', 0, 20)}"`;
 }
 
 /**

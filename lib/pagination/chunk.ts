@@ -14,11 +14,17 @@ export interface Chunk {
 
 /** A chunk as the body and headers of its answer. */
 export interface RenderedChunk {
-  readonly body: string;
+  /**
+   * The JSON as UTF-8, encoded once: the ETag's digest, the compressor and the socket all take the bytes, where
+   * a string would be encoded again by each.
+   */
+  readonly body: Uint8Array<ArrayBuffer>;
   /** Weak, keyed with the cursor secret (lib/http/conditional.ts, weakEtag). */
   readonly etag: string;
   readonly link: string;
 }
+
+const utf8 = new TextEncoder();
 
 const itemsJsonOf = new WeakMap<readonly unknown[], string>();
 
@@ -44,7 +50,8 @@ function itemsJson(items: readonly unknown[]): string {
  */
 export function renderChunk(collection: string, chunk: Chunk, tagSecret: string, rows = ''): RenderedChunk {
   const fields = JSON.stringify(chunk.fields);
-  const body = `${fields.length > 2 ? `${fields.slice(0, -1)},` : '{'}${JSON.stringify(collection)}:${itemsJson(chunk.items)},"_links":${JSON.stringify(linksObject(chunk.links))}}`;
-  const tagged = rows === '' ? body : `${rows}\n${body}`;
-  return { body, etag: weakEtag(tagSecret, tagged), link: `${linkHeader(chunk.links)}, ${SERVICE_LINKS}` };
+  const body = utf8.encode(
+    `${fields.length > 2 ? `${fields.slice(0, -1)},` : '{'}${JSON.stringify(collection)}:${itemsJson(chunk.items)},"_links":${JSON.stringify(linksObject(chunk.links))}}`,
+  );
+  return { body, etag: weakEtag(tagSecret, body, rows), link: `${linkHeader(chunk.links)}, ${SERVICE_LINKS}` };
 }
