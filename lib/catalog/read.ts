@@ -76,14 +76,17 @@ async function readIn(tx: TransactionSql, { schemas, serviceSchema }: ReadCatalo
       and (${schemas === undefined} or n.nspname = any(${schemas ?? []}::text[]))
     order by n.nspname, c.relname`;
   const oids = relations.map((relation) => relation.oid);
-  const columns = await tx<ColumnRow[]>`
+  // Sent together, in two waves of one round trip each (postgres.js pipelines the statements of a transaction
+  // that are asked for at once): a reading under load waits for as few turns of the server as it can.
+  const [columns, types, indexes, primaryKeys] = await Promise.all([
+    tx<ColumnRow[]>`
     select a.attrelid as rel, a.attname as name, a.attnum, a.atttypid as typid, a.atttypmod as typmod, a.attnotnull as notnull,
       has_schema_privilege(c.relnamespace, 'USAGE') and has_column_privilege(a.attrelid, a.attnum, 'SELECT') as selectable
     from pg_attribute a join pg_class c on c.oid = a.attrelid
     where a.attrelid = any(${oids}::oid[]) and a.attnum > 0 and not a.attisdropped
-    order by a.attrelid, a.attnum`;
-  // The types the columns use, and the types those are built on (a domain's base, an array's element), in turn.
-  const types = await tx<TypeRow[]>`
+    order by a.attrelid, a.attnum`,
+    // The types the columns use, and the types those are built on (a domain's base, an array's element), in turn.
+    tx<TypeRow[]>`
     with recursive needed(oid) as (
       select distinct atttypid from pg_attribute where attrelid = any(${oids}::oid[]) and attnum > 0 and not attisdropped
       union
@@ -94,16 +97,8 @@ async function readIn(tx: TransactionSql, { schemas, serviceSchema }: ReadCatalo
     select t.oid, n.nspname as schema, t.typname as name, t.typtype, t.typcategory as category, t.typbasetype as basetype,
       t.typtypmod, t.typelem as elem, t.typnotnull as notnull
     from pg_type t join pg_namespace n on n.oid = t.typnamespace
-    where t.oid in (select oid from needed)`;
-  const typeMap = new Map(types.map((row) => [row.oid, row]));
-  const enumOids = types.filter((row) => row.typtype === 'e').map((row) => row.oid);
-  const labels = await tx<{ type: number; label: string }[]>`
-    select enumtypid as type, enumlabel as label from pg_enum where enumtypid = any(${enumOids}::oid[]) order by enumtypid, enumsortorder`;
-  const pairs = columns.flatMap((column) => formatsNeeded(typeMap, column.typid, column.typmod));
-  const formatted = await tx<{ type: number; typmod: number; formatted: string }[]>`
-    select type, typmod, format_type(type, nullif(typmod, -1)) as formatted
-    from unnest(${pairs.map(([type]) => type)}::oid[], ${pairs.map(([, typmod]) => typmod)}::int4[]) as pair(type, typmod)`;
-  const indexes = await tx<IndexRow[]>`
+    where t.oid in (select oid from needed)`,
+    tx<IndexRow[]>`
     select i.indrelid as rel, x.relname as name, i.indisunique as unique, i.indisprimary as primary, i.indpred is not null as partial,
       con.conname as constraint,
       (select json_agg(json_build_object(
@@ -119,9 +114,20 @@ async function readIn(tx: TransactionSql, { schemas, serviceSchema }: ReadCatalo
     join pg_am am on am.oid = x.relam
     left join pg_constraint con on con.conindid = i.indexrelid and con.conrelid = i.indrelid and con.contype in ('p', 'u')
     where i.indrelid = any(${oids}::oid[]) and am.amname = 'btree' and i.indisvalid and i.indislive
-    order by i.indrelid, x.relname`;
-  const primaryKeys = await tx<{ rel: number; name: string; keys: number[] }[]>`
-    select conrelid as rel, conname as name, conkey as keys from pg_constraint where conrelid = any(${oids}::oid[]) and contype = 'p'`;
+    order by i.indrelid, x.relname`,
+    tx<{ rel: number; name: string; keys: number[] }[]>`
+    select conrelid as rel, conname as name, conkey as keys from pg_constraint where conrelid = any(${oids}::oid[]) and contype = 'p'`,
+  ]);
+  const typeMap = new Map(types.map((row) => [row.oid, row]));
+  const enumOids = types.filter((row) => row.typtype === 'e').map((row) => row.oid);
+  const pairs = columns.flatMap((column) => formatsNeeded(typeMap, column.typid, column.typmod));
+  const [labels, formatted] = await Promise.all([
+    tx<{ type: number; label: string }[]>`
+    select enumtypid as type, enumlabel as label from pg_enum where enumtypid = any(${enumOids}::oid[]) order by enumtypid, enumsortorder`,
+    tx<{ type: number; typmod: number; formatted: string }[]>`
+    select type, typmod, format_type(type, nullif(typmod, -1)) as formatted
+    from unnest(${pairs.map(([type]) => type)}::oid[], ${pairs.map(([, typmod]) => typmod)}::int4[]) as pair(type, typmod)`,
+  ]);
 
   const formats = new Map(formatted.map((row) => [formatKey(row.type, row.typmod), row.formatted]));
   const labelMap = new Map([...groupBy(labels, (row) => row.type)].map(([type, rows]) => [type, rows.map((row) => row.label)]));
