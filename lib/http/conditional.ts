@@ -24,7 +24,7 @@ function tagKey(secret: string): KeyObject {
  * empty, is digested before the body: what else the tag is keyed by (the client's rows), so that equal bodies
  * of different scopes never share a tag.
  */
-export function weakEtag(secret: string, body: string | Uint8Array, scope = ''): string {
+export function weakEtag(secret: string, body: Uint8Array, scope = ''): string {
   const hmac = createHmac('sha256', tagKey(secret));
   if (scope !== '') hmac.update(scope).update('\n');
   return `W/"${hmac.update(body).digest().toString('base64url', 0, 20)}"`;

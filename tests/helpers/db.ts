@@ -83,10 +83,12 @@ export const TEMPLATE_PREFIX = 't_template_';
 /** What a migrated database is made from: the migration code and files of the service and of the demo. */
 const MIGRATION_SOURCES = [
   '../../db/migrate.ts',
+  '../../db/service-schema.ts',
   '../../db/functions.ts',
   '../../db/migrations/',
   '../../db/functions/',
   '../../demo/migrate.ts',
+  '../../demo/schema.ts',
   '../../demo/migrations/',
 ];
 

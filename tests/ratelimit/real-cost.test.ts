@@ -217,6 +217,31 @@ t.test("a statement waiting for a lock is not cut short as its client's work: th
   t.equal(limits(res).remaining, 9, 'charged its price: the wait was not its work');
 });
 
+t.test('a statement let go by a lock has its budget again, and is cut short once it has run that long itself', async (t) => {
+  const api = await slowApp(t);
+  await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
+  const locker = postgres(api.database.url, { max: 1, onnotice: () => {} });
+  t.teardown(() => locker.end());
+  const reserved = await locker.reserve();
+  await reserved`begin`;
+  await reserved`lock table scratch.slow in access exclusive mode`;
+  const answer = api.request('/v1/slow?page-size=5');
+  // Several budgets of waiting: none of it is the statement's own time, so none of it cuts it short.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const [waiting] = await api.database
+    .sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`;
+  t.equal(waiting!.n, 1, 'the read still waits for the lock, past its budget');
+  await reserved`rollback`;
+  reserved.release();
+  const released = performance.now();
+  // Let go, the view sleeps 3 s: its own work, cut short within about two budgets of the lock's end.
+  const res = await answer;
+  const took = performance.now() - released;
+  t.equal(res.status, 429);
+  t.equal((await res.json()).code, 'Query_limit_exceeded', 'cut short by its budget once it ran');
+  t.ok(took < 1000, `within a second of the lock's end, not at the view's 3 s nor the pool's timeout: ${Math.round(took)} ms`);
+});
+
 // The demo products with a small count rule, so that a few hundred rows stand for a big table: one unit per
 // 20 rows counted, per 10 rows skipped along the primary key.
 const small = snapshotRegistry(`
