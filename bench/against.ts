@@ -27,9 +27,9 @@ function git(args: string[]): string {
 }
 
 /**
- * Checks out `ref` in a worktree of its own, with this checkout's node_modules linked in: only when the two
- * install the same packages (package-lock.json and the patches of patches/ the same), since otherwise the older commit would
- * run on dependencies it was not written for.
+ * Checks out `ref` in a worktree of its own, with this checkout's node_modules linked in when the two install
+ * the same packages (package-lock.json and the patches of patches/ the same), and with its own `npm ci`
+ * otherwise, so that the other commit runs on the dependencies it was written for.
  */
 export function checkoutAgainst(ref: string, log: (line: string) => void): Against {
   let commit: string;
@@ -38,13 +38,7 @@ export function checkoutAgainst(ref: string, log: (line: string) => void): Again
   } catch {
     throw new Error(`Invalid --against: "${ref}" names no commit of this repository`);
   }
-  const differs = git(['diff', '--stat', commit, '--', 'package-lock.json', 'patches/*.patch']);
-  if (differs !== '') {
-    throw new Error(
-      `Invalid --against: ${ref}'s package-lock.json or patches differ from this checkout's, so it cannot run on this checkout's node_modules; ` +
-        `measure it from a checkout of its own after npm ci\n${differs}`,
-    );
-  }
+  const ownInstall = git(['diff', '--stat', commit, '--', 'package-lock.json', 'patches/*.patch']) !== '';
   const root = mkdtempSync(path.join(tmpdir(), 'bench-against-'));
   let removed = false;
   const remove = () => {
@@ -52,7 +46,7 @@ export function checkoutAgainst(ref: string, log: (line: string) => void): Again
     removed = true;
     process.off('exit', remove);
     // The link first, so that nothing below can reach into this checkout's node_modules.
-    rmSync(path.join(root, 'node_modules'), { force: true });
+    rmSync(path.join(root, 'node_modules'), { force: true, recursive: ownInstall });
     try {
       git(['worktree', 'remove', '--force', root]);
     } catch (error) {
@@ -66,7 +60,10 @@ export function checkoutAgainst(ref: string, log: (line: string) => void): Again
   try {
     log(`Checking out ${ref} (${commit.slice(0, 12)}) in ${root}`);
     git(['worktree', 'add', '--detach', root, commit]);
-    symlinkSync(path.join(projectRoot, 'node_modules'), path.join(root, 'node_modules'), 'dir');
+    if (ownInstall) {
+      log(`${ref}'s package-lock.json or patches differ from this checkout's: npm ci in ${root}`);
+      execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    } else symlinkSync(path.join(projectRoot, 'node_modules'), path.join(root, 'node_modules'), 'dir');
   } catch (error) {
     remove();
     throw new Error(`Could not check out ${ref} in ${root}: ${(error as Error).message}`);

@@ -3,7 +3,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { CorsPolicy } from './cors.ts';
 import type { HeaderRecord } from './header-record.ts';
-import type { Logger } from './logger.ts';
+import { type Logger, logRequest } from './logger.ts';
 import type { Metrics, UnavailableCause } from './metrics.ts';
 import { ANONYMOUS, type Principal } from './principal.ts';
 import { requestIdOf } from './request-id.ts';
@@ -144,7 +144,7 @@ export function exchanges(options: ExchangeOptions): MiddlewareHandler {
       outcome: status === 503 ? 'unavailable' : (exchange.outcome ?? 'served'),
       subject: exchange.subject,
     };
-    if (error === undefined) logger.info(line);
+    if (error === undefined) logRequest(logger, line);
     else logger.error({ ...line, err: error }, 'Internal error');
   };
 }

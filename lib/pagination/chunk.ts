@@ -1,6 +1,7 @@
 // The chunk envelope every variant answers with: its own fields, the items named after the collection, links
 // (and in the Link header, the service's description: lib/pagination/links.ts, SERVICE_LINKS), and its ETag.
 import { weakEtag } from '../http/conditional.ts';
+import { sharedItems } from './items.ts';
 import { type Links, linkHeader, linksObject, SERVICE_LINKS } from './links.ts';
 
 /** What a variant serves: its own fields, the items, and the links of the chunk. */
@@ -29,10 +30,11 @@ const utf8 = new TextEncoder();
 const itemsJsonOf = new WeakMap<readonly unknown[], string>();
 
 /**
- * The items as JSON; the items of a read that requests shared (lib/pagination/items.ts, itemsOf) are one
- * array, written once: a cache of the array's, not of any request's.
+ * The items as JSON, when a read that requests shared made them (lib/pagination/items.ts, sharedItems): one
+ * array, written once, a cache of the array's, not of any request's; undefined for the items of one request.
  */
-function itemsJson(items: readonly unknown[]): string {
+function sharedItemsJson(items: readonly unknown[]): string | undefined {
+  if (!sharedItems(items)) return undefined;
   let json = itemsJsonOf.get(items);
   if (json === undefined) {
     json = JSON.stringify(items);
@@ -49,9 +51,17 @@ function itemsJson(items: readonly unknown[]): string {
  * its Link header.
  */
 export function renderChunk(collection: string, chunk: Chunk, tagSecret: string, rows = ''): RenderedChunk {
-  const fields = JSON.stringify(chunk.fields);
-  const body = utf8.encode(
-    `${fields.length > 2 ? `${fields.slice(0, -1)},` : '{'}${JSON.stringify(collection)}:${itemsJson(chunk.items)},"_links":${JSON.stringify(linksObject(chunk.links))}}`,
-  );
+  const items = sharedItemsJson(chunk.items);
+  // A request's own items are written with the rest in one pass: no string of them alone, nor a copy joining it to the rest.
+  const json =
+    items === undefined
+      ? JSON.stringify({ ...chunk.fields, [collection]: chunk.items, _links: linksObject(chunk.links) })
+      : joined(JSON.stringify(chunk.fields), collection, items, chunk.links);
+  const body = utf8.encode(json);
   return { body, etag: weakEtag(tagSecret, body, rows), link: `${linkHeader(chunk.links)}, ${SERVICE_LINKS}` };
+}
+
+/** The body around items already written: the fields, the items named after the collection, and `_links`. */
+function joined(fields: string, collection: string, items: string, links: Links): string {
+  return `${fields.length > 2 ? `${fields.slice(0, -1)},` : '{'}${JSON.stringify(collection)}:${items},"_links":${JSON.stringify(linksObject(links))}}`;
 }

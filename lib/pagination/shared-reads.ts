@@ -22,6 +22,14 @@ interface Sharing {
  */
 const unsentByPool = new WeakMap<Database['sql'], Map<Shape, Map<string, Unsent>>>();
 
+/** The rows of reads that more than one request shared: what is made of them once may serve each of those requests. */
+const sharedRows = new WeakSet<readonly unknown[][]>();
+
+/** Whether these rows (runShape's) were read for more than one request. */
+export function readByMany(rows: readonly unknown[][]): boolean {
+  return sharedRows.has(rows);
+}
+
 /**
  * Runs a shape with its placeholders' values; rows as arrays, columns in the order the shape selects them.
  * The rows are shared and must not be changed.
@@ -82,6 +90,7 @@ function charged(read: Promise<Read>, budget: StatementBudget | undefined, shari
   return read.then(
     (done) => {
       if (budget !== undefined && done.ms !== undefined) budget.used(done.ms, sharing.by);
+      if (sharing.by > 1) sharedRows.add(done.rows);
       return done.rows;
     },
     (error: unknown) => {

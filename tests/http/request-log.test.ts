@@ -6,7 +6,7 @@ import { stripVTControlCharacters } from 'node:util';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import t from 'tap';
 import { seedTable } from '../../demo/seed.ts';
-import { createLogger } from '../../lib/http/logger.ts';
+import { createLogger, logRequest } from '../../lib/http/logger.ts';
 import { type TestApp, testApp } from '../helpers/app.ts';
 import { makeScratch, registryAhead } from '../helpers/collections.ts';
 import { lockWaiters, testDatabase } from '../helpers/db.ts';
@@ -21,6 +21,37 @@ function capture(level: 'info' | 'warn' | 'silent' = 'info') {
   const logger = createLogger({ level, destination: { write: (text: string) => (raw += text) } });
   return { logger, raw: () => raw, lines: () => logLines(raw) };
 }
+
+t.test('a request line is written as pino writes the same fields at info, in the order of the other lines', async (t) => {
+  for (const level of ['info', 'warn'] as const) {
+    const { logger, raw } = capture(level);
+    const fields = {
+      reqId: 'a"b',
+      method: 'GET',
+      path: '/v1/x\u0001',
+      status: 200,
+      durationMs: 1.5,
+      cost: undefined,
+      pgMs: Number.NaN,
+      tier: 'free',
+    };
+    logger.info('before');
+    logRequest(logger, fields);
+    logger.info(fields);
+    logRequest(logger, {});
+    logger.info({});
+    const lines = raw().split('\n').slice(0, -1);
+    if (level === 'warn') {
+      t.same(lines, [], 'nothing below the level is written');
+      continue;
+    }
+    t.equal(lines.length, 5);
+    t.match(lines[0], /"msg":"before"/, 'the lines keep their order');
+    const timeless = (line: string | undefined) => line?.replace(/"time":\d+/, '"time":0');
+    t.equal(timeless(lines[1]), timeless(lines[2]), 'the same text as pino writes');
+    t.equal(timeless(lines[3]), timeless(lines[4]), 'and for no fields at all');
+  }
+});
 
 /** The one line logged for the request to `path` (the last one when the path was asked several times). */
 function lineFor(lines: LogLine[], path: string): LogLine {
