@@ -66,24 +66,44 @@ const MAX_ORIGIN_LENGTH = 300;
  */
 export function baseUrl(request: Request, config: LinkOrigin, peer: string | undefined): string {
   if (config.publicUrl) return config.publicUrl;
+  if (!peerIsProxy(config.trustProxy, peer)) return ownOrigin(request.url);
   const url = new URL(request.url);
-  if (peerIsProxy(config.trustProxy, peer)) {
-    const proto = request.headers.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase();
-    const host = request.headers.get('x-forwarded-host')?.split(',')[0]?.trim();
-    if (proto === 'http' || proto === 'https') url.protocol = `${proto}:`;
-    if (host && /^[A-Za-z0-9.\-:[\]]+$/.test(host)) {
-      // Read on its own: setting url.host to a value URL cannot read is silently ignored, not an error.
-      const origin = `${url.protocol}//${host}`;
-      const forwarded = URL.canParse(origin) ? new URL(origin) : undefined;
-      if (forwarded) {
-        url.hostname = forwarded.hostname;
-        // The forwarded host's own port, or none (the protocol's default).
-        url.port = forwarded.port;
-      }
+  const proto = request.headers.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase();
+  const host = request.headers.get('x-forwarded-host')?.split(',')[0]?.trim();
+  if (proto === 'http' || proto === 'https') url.protocol = `${proto}:`;
+  if (host && /^[A-Za-z0-9.\-:[\]]+$/.test(host)) {
+    // Read on its own: setting url.host to a value URL cannot read is silently ignored, not an error.
+    const origin = `${url.protocol}//${host}`;
+    const forwarded = URL.canParse(origin) ? new URL(origin) : undefined;
+    if (forwarded) {
+      url.hostname = forwarded.hostname;
+      // The forwarded host's own port, or none (the protocol's default).
+      url.port = forwarded.port;
     }
   }
-  if (url.origin.length > MAX_ORIGIN_LENGTH) {
-    throw invalidParameter('Host', `makes links start with ${url.origin.length} characters; at most ${MAX_ORIGIN_LENGTH} are allowed`);
+  return checkedOrigin(url.origin);
+}
+
+function checkedOrigin(origin: string): string {
+  if (origin.length > MAX_ORIGIN_LENGTH) {
+    throw invalidParameter('Host', `makes links start with ${origin.length} characters; at most ${MAX_ORIGIN_LENGTH} are allowed`);
   }
-  return url.origin;
+  return origin;
+}
+
+/** The origins of the scheme and host a request named lately, as URL reads them: a client names one for all its requests. */
+const origins = new Map<string, string>();
+const ORIGINS_KEPT = 64;
+
+/** The origin of a request's own URL (scheme and Host), read by URL once for each scheme and host. */
+function ownOrigin(href: string): string {
+  const end = href.indexOf('/', href.indexOf('//') + 2);
+  const authority = end === -1 ? href : href.slice(0, end);
+  let origin = origins.get(authority);
+  if (origin === undefined) {
+    origin = checkedOrigin(new URL(authority).origin);
+    if (origins.size >= ORIGINS_KEPT) origins.clear();
+    origins.set(authority, origin);
+  }
+  return origin;
 }

@@ -41,8 +41,10 @@ export function gracefulShutdown(server: Server, options: ShutdownOptions) {
   server.prependListener('request', (_request: IncomingMessage, response: ServerResponse) => {
     pending.add(response);
     if (closing) response.setHeader('connection', 'close');
-    response.once('close', () => pending.delete(response));
-    response.once('finish', () => {
+    // One listener, not `once` (a response closes once): a response ends with 'close', after 'finish' when it
+    // was sent whole.
+    response.on('close', () => {
+      pending.delete(response);
       // A response whose headers went out before the signal leaves its connection open, and now idle.
       if (closing) setImmediate(() => server.closeIdleConnections());
     });
