@@ -186,3 +186,23 @@ t.test('a query after one that failed mid-stream gets its own rows, from the fir
     [1, 2, 3, 4, 5],
   );
 });
+
+t.test("the patch's reading of messages: many in one read, and one across many reads, each whole and in order", async (t) => {
+  const sql = scratchSession(t, serverUrl());
+  // Thousands of short rows: many messages in each read of the socket, and one cut across two reads now and then.
+  const many = await sql`select i, repeat('x', i % 37) as pad from generate_series(1, 20000) as i`;
+  t.equal(many.length, 20000);
+  t.equal(
+    many.findIndex((row, at) => row.i !== at + 1 || row.pad !== 'x'.repeat((at + 1) % 37)),
+    -1,
+    'every row whole, in order: no first one otherwise',
+  );
+  // Rows of 3 MB each: one message over many reads, between short ones.
+  const big = await sql`select i, repeat(chr(64 + i), 3000000) as text from generate_series(1, 3) as i`;
+  t.same(
+    big.map((row) => [row.i, row.text.length, row.text[0], row.text.at(-1)]),
+    [1, 2, 3].map((i) => [i, 3000000, String.fromCharCode(64 + i), String.fromCharCode(64 + i)]),
+  );
+  // The connection reads on from where the long messages left it.
+  t.same(await sql`select 1 as one`, [{ one: 1 }]);
+});
