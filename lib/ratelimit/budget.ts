@@ -193,26 +193,61 @@ export class Flights {
    * had left, the units they were charged beyond their price: it owes more than its decision saw, and is
    * declined as the limiter would decline it now.
    */
-  async admit(subject: string, mark: number, units: number, remaining: number, concurrency: number): Promise<RequestBudget | number> {
+  admit(
+    subject: string,
+    mark: number,
+    units: number,
+    remaining: number,
+    concurrency: number,
+  ): RequestBudget | number | Promise<RequestBudget | number> {
     let flight = this.bySubject.get(subject);
     if (flight === undefined) {
       flight = { budgets: new Set(), ends: [], lastEndAt: 0, waiting: 0, wakers: [] };
       this.bySubject.set(subject, flight);
     }
+    // Answered at once, without a turn of the event loop, unless it has to wait for one of its client's requests to end.
+    const now = this.tryAdmit(flight, mark, units, remaining, concurrency);
+    if (now !== undefined) {
+      this.forget(subject, flight);
+      return now;
+    }
+    return this.waitToAdmit(subject, flight, mark, units, remaining, concurrency);
+  }
+
+  /** The budget, or the units owed, when the request may be answered now; undefined when it must wait. */
+  private tryAdmit(
+    flight: Flight,
+    mark: number,
+    units: number,
+    remaining: number,
+    concurrency: number,
+  ): RequestBudget | number | undefined {
+    let since = 0;
+    for (let i = flight.ends.length - 1; i >= 0 && flight.ends[i]![0] > mark; i--) since += flight.ends[i]![1];
+    const left = remaining - since;
+    if (left < 0) return since;
+    const budget = new RequestBudget(units, left, concurrency, flight.budgets);
+    if (flight.budgets.size === 0 || budget.coversFloor()) {
+      flight.budgets.add(budget);
+      return budget;
+    }
+    return undefined;
+  }
+
+  private async waitToAdmit(
+    subject: string,
+    flight: Flight,
+    mark: number,
+    units: number,
+    remaining: number,
+    concurrency: number,
+  ): Promise<RequestBudget | number> {
     flight.waiting += 1;
     try {
       for (;;) {
-        let since = 0;
-        for (let i = flight.ends.length - 1; i >= 0 && flight.ends[i]![0] > mark; i--) since += flight.ends[i]![1];
-        const left = remaining - since;
-        if (left < 0) return since;
-        const budget = new RequestBudget(units, left, concurrency, flight.budgets);
-        if (flight.budgets.size === 0 || budget.coversFloor()) {
-          flight.budgets.add(budget);
-          return budget;
-        }
-        const current = flight;
-        await new Promise<void>((resolve) => current.wakers.push(resolve));
+        await new Promise<void>((resolve) => flight.wakers.push(resolve));
+        const now = this.tryAdmit(flight, mark, units, remaining, concurrency);
+        if (now !== undefined) return now;
       }
     } finally {
       flight.waiting -= 1;

@@ -271,7 +271,9 @@ export class Gate {
     // planner's (docs/reference/costs.md, "Counts").
     let added = 0;
     try {
-      added = charge.complete === undefined ? 0 : await charge.complete(principal);
+      // A number is taken as it is: awaited, it would cost the request a turn of the event loop.
+      const completed = charge.complete === undefined ? 0 : charge.complete(principal);
+      added = typeof completed === 'number' ? completed : await completed;
     } catch (error) {
       // The estimate failed: a 503 when the database did, and then its release is not waited for.
       const status = error instanceof ApiError ? error.status : isDatabaseUnavailable(error) ? 503 : 500;
@@ -286,7 +288,8 @@ export class Gate {
       await this.release(decision, kept, record, 429);
       throw refusal(decision, { kind: 'count', cost: cost + added, kept });
     }
-    const budget = await this.flights.admit(decision.subject, mark, cost + added, decision.remaining - added, decision.concurrency);
+    const admitted = this.flights.admit(decision.subject, mark, cost + added, decision.remaining - added, decision.concurrency);
+    const budget = admitted instanceof Promise ? await admitted : admitted;
     if (typeof budget === 'number') {
       // Its client's requests that ended while it waited were charged more than it had left: declined as the
       // limiter would decline it now, nothing charged.

@@ -61,7 +61,9 @@ t.test('a request whose client has nothing left once its requests in flight are 
   // seven may still be charged 74 units each: less than the floor is left beside them.
   flights.end('key:a', wave[0]!, 80);
   let next: RequestBudget | number | undefined;
-  const admitted = flights.admit('key:a', flights.mark(), 1, 511, 8).then((result) => {
+  const pending = flights.admit('key:a', flights.mark(), 1, 511, 8);
+  t.ok(pending instanceof Promise, 'not answered at once');
+  const admitted = Promise.resolve(pending).then((result) => {
     next = result;
   });
   await new Promise((resolve) => setImmediate(resolve));
@@ -83,7 +85,9 @@ t.test('a client near the end of its allowance runs as many requests at once as 
     'four run at once, each at the floor',
   );
   let fifth: RequestBudget | number | undefined;
-  const waiting = flights.admit('key:b', flights.mark(), 1, 96, 8).then((result) => {
+  const queued = flights.admit('key:b', flights.mark(), 1, 96, 8);
+  t.ok(queued instanceof Promise, 'not answered at once');
+  const waiting = Promise.resolve(queued).then((result) => {
     fifth = result;
   });
   await new Promise((resolve) => setImmediate(resolve));
@@ -94,7 +98,11 @@ t.test('a client near the end of its allowance runs as many requests at once as 
   t.ok(fifth instanceof RequestBudget, 'and runs once one ends');
   // A client with its whole allowance runs its eight at once.
   const full: (RequestBudget | number)[] = [];
-  for (let i = 0; i < 8; i++) full.push(await flights.admit('key:d', flights.mark(), 1, 600 - (i + 1), 8));
+  for (let i = 0; i < 8; i++) {
+    const admitted = flights.admit('key:d', flights.mark(), 1, 600 - (i + 1), 8);
+    t.notOk(admitted instanceof Promise, `the ${i + 1}th is answered at once, without a turn of the event loop`);
+    full.push(await admitted);
+  }
   t.same(
     full.filter((budget) => !(budget instanceof RequestBudget)),
     [],
