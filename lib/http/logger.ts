@@ -80,19 +80,47 @@ export function logRequest(logger: Logger, fields: object): void {
   else if (logger.isLevelEnabled('info')) write(fields);
 }
 
-/** What pino writes before a line's own fields, at info: `{"level":30,"time":…` and then the pid and hostname. */
-function requestLineWriter(destination: DestinationStream): RequestLineWriter {
-  const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())},`;
-  return (fields) => {
-    const json = JSON.stringify(fields);
-    destination.write(`{"level":30,"time":${Date.now()}${json.length > 2 ? base + json.slice(1) : `${base.slice(0, -1)}}`}\n`);
+/** Where a logger made here writes: pino's own lines, and the request lines' JSON (without its newline). */
+interface Sink {
+  readonly destination: DestinationStream;
+  readonly line: (json: string) => void;
+}
+
+/** A destination that takes text: each request line written as one string. */
+function textSink(destination: DestinationStream): Sink {
+  return { destination, line: (json) => destination.write(`${json}\n`) };
+}
+
+const NEWLINE = Buffer.from('\n');
+
+/**
+ * stdout through sonic-boom in its buffer mode, which keeps each line's bytes as they were written and joins them
+ * once for each write(2): in its text mode it joined each line to the text not yet written and measured that
+ * again, a copy of up to LINES_BUFFERED bytes for every line. pino writes text, so its lines are turned into
+ * bytes on their way.
+ */
+function bytesSink(boom: ReturnType<typeof pino.destination>): Sink {
+  const write = (bytes: Buffer) => boom.write(bytes as unknown as string);
+  return {
+    destination: { write: (text: string) => write(Buffer.from(text)) },
+    line: (json) => {
+      write(Buffer.from(json));
+      write(NEWLINE);
+    },
   };
 }
 
-/** A pino logger on `destination`, its request lines written to it by requestLineWriter. */
-function loggerOn(level: LogLevel, destination: DestinationStream): Logger {
-  const logger = pino({ level, serializers: { err: safeError } }, destination);
-  requestLineWriters.set(logger, requestLineWriter(destination));
+/** The request-line writer of a sink: pino's level, time, pid and hostname first, then the fields. */
+function requestLineWriter(sink: Sink): RequestLineWriter {
+  const pid = process.pid;
+  const host = hostname();
+  return (fields) => sink.line(JSON.stringify({ level: 30, time: Date.now(), pid, hostname: host, ...fields }));
+}
+
+/** A pino logger on `sink`, its request lines written by requestLineWriter. */
+function loggerOn(level: LogLevel, sink: Sink): Logger {
+  const logger = pino({ level, serializers: { err: safeError } }, sink.destination);
+  requestLineWriters.set(logger, requestLineWriter(sink));
   return logger;
 }
 
@@ -102,14 +130,19 @@ export function createLogger(options: LoggerOptions): Logger {
     // A request's fields are on its one line already (PRETTY_LINE); an error's are shown below its line.
     // Colours unless NO_COLOR is set (pino-pretty's default).
     const stream = pretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: PRETTY_HIDDEN, messageFormat: PRETTY_LINE, destination });
-    return loggerOn(options.level, stream);
+    return loggerOn(options.level, textSink(stream));
   }
-  const destination =
-    options.destination === 2
-      ? pino.destination({ dest: 2, sync: true })
-      : // Asynchronous: a request never waits for a write(2). Lines go out 4 KB at a time, or every 100 ms, rather
-        // than a write(2) each: one a request cost the server more than building its line. pino flushes what
-        // is buffered when the process exits; a process killed outright loses at most 100 ms of lines.
-        (options.destination ?? pino.destination({ dest: 1, sync: false, minLength: LINES_BUFFERED, periodicFlush: LINES_FLUSHED_MS }));
-  return loggerOn(options.level, destination);
+  if (options.destination === 2) return loggerOn(options.level, textSink(pino.destination({ dest: 2, sync: true })));
+  if (options.destination !== undefined) return loggerOn(options.level, textSink(options.destination));
+  // Asynchronous: a request never waits for a write(2). Lines go out 4 KB at a time, or every 100 ms, rather than
+  // a write(2) each: one a request cost the server more than building its line. pino flushes what is buffered when
+  // the process exits; a process killed outright loses at most 100 ms of lines.
+  const stdout = pino.destination({
+    dest: 1,
+    sync: false,
+    minLength: LINES_BUFFERED,
+    periodicFlush: LINES_FLUSHED_MS,
+    contentMode: 'buffer',
+  });
+  return loggerOn(options.level, bytesSink(stdout));
 }
