@@ -21,16 +21,34 @@ export function withTieBreaker(keys: readonly SortKey[], key: readonly string[] 
   return order;
 }
 
-/** The request's sort (or the collection's default), with the tie-breaker. */
-export function parseSort(collection: Collection, params: QueryParams): SortKey[] {
+/** The sorts of a collection read lately, by their text (undefined: the default): a client sends the same sort with every chunk. */
+const sortsRead = new WeakMap<Collection, Map<string | undefined, readonly SortKey[]>>();
+const SORTS_KEPT = 64;
+
+/** The request's sort (or the collection's default), with the tie-breaker; frozen, since it is shared with the next request that sends the same. */
+export function parseSort(collection: Collection, params: QueryParams): readonly SortKey[] {
   const text = params.get('sort');
-  if (text === undefined) return withTieBreaker(collection.defaultSort, collection.key);
+  let read = sortsRead.get(collection);
+  if (read === undefined) {
+    read = new Map();
+    sortsRead.set(collection, read);
+  }
+  let keys = read.get(text);
+  if (keys === undefined) {
+    keys = Object.freeze(text === undefined ? withTieBreaker(collection.defaultSort, collection.key) : sortOf(collection, text));
+    if (read.size >= SORTS_KEPT) read.clear();
+    read.set(text, keys);
+  }
+  return keys;
+}
+
+function sortOf(collection: Collection, text: string): SortKey[] {
   const keys: SortKey[] = [];
-  const offered = collection.sortKeys.join(', ');
   for (const part of text.split(',')) {
     const descending = part.startsWith('-');
     const field = descending ? part.slice(1) : part;
     if (!collection.sortKeys.includes(field)) {
+      const offered = collection.sortKeys.join(', ');
       const reason = offered ? `must be a comma list of ${offered}, each optionally prefixed with -` : 'is not offered by this collection';
       throw invalidParameter('sort', reason);
     }
@@ -40,9 +58,17 @@ export function parseSort(collection: Collection, params: QueryParams): SortKey[
   return withTieBreaker(keys, collection.key);
 }
 
+/** The texts of sorts written lately: a sort read by parseSort is one array for every request that sends it. */
+const sortTexts = new WeakMap<readonly SortKey[], string>();
+
 /** "name,-priceCents,id": the sort as it goes into links. */
 export function sortParam(keys: readonly SortKey[]): string {
-  return keys.map((key) => (key.descending ? `-${key.field}` : key.field)).join(',');
+  let text = sortTexts.get(keys);
+  if (text === undefined) {
+    text = keys.map((key) => (key.descending ? `-${key.field}` : key.field)).join(',');
+    if (Object.isFrozen(keys)) sortTexts.set(keys, text);
+  }
+  return text;
 }
 
 export function orderBy(collection: Collection, keys: readonly SortKey[]): SQL[] {
