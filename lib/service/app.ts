@@ -172,7 +172,6 @@ export function buildApp(deps: AppDeps): App {
         deps.rateLimit,
       )
     : undefined;
-  if (gate !== undefined) app.use(`${ROUTES.index}/*`, limitedRoutes(gate)); // Hono's "/v1/*" also matches "/v1" itself
   const collectionRequest = collectionRequests({
     collections,
     // Collection queries run on the read replica when there is one (DATABASE_READ_URL).
@@ -183,6 +182,11 @@ export function buildApp(deps: AppDeps): App {
     gate,
     log,
   });
+  // A collection request is admitted by its own stages: its route comes before the middleware that admits the
+  // other paths under /v1, which it answers without reaching (Hono runs the handlers that match in the order
+  // they were added), so that it runs no middleware but the outermost.
+  app.get(ROUTES.collection, collectionRequest);
+  if (gate !== undefined) app.use(`${ROUTES.index}/*`, limitedRoutes(gate)); // Hono's "/v1/*" also matches "/v1" itself
   // POST /v1/keys issues a key. It shares the collections' route, `/v1/:collection`, rather than having one of
   // its own: a fixed path beside a parameter at the same place is what Hono's RegExpRouter refuses, and it
   // would leave every request to the slower TrieRouter (docs/benchmarks.md).
@@ -221,8 +225,6 @@ export function buildApp(deps: AppDeps): App {
   }
   app.get(ROUTES.index, index);
   app.get(`${ROUTES.index}/`, index); // a trailing slash is the same index; the limiter charges it the same single unit
-
-  app.get(ROUTES.collection, collectionRequest);
 
   app.all(ROUTES.root, methodNotAllowed('GET, HEAD'));
   app.all(ROUTES.description, methodNotAllowed('GET, HEAD'));

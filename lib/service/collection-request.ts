@@ -1,5 +1,6 @@
 // GET /v1/{collection}, in five stages over values: prepare → admit → execute → settle → respond
-// (docs/reference/api.md; docs/reference/costs.md, "The rule"). The route handler is this function; nothing travels beside it.
+// (docs/reference/api.md; docs/reference/costs.md, "The rule"). The route handler is this function; nothing travels beside it,
+// and it answers its own errors, refusals included.
 import type { Context } from 'hono';
 import type { Database } from '../../db/client.ts';
 import type { Compressor } from '../http/compression.ts';
@@ -139,13 +140,16 @@ export function collectionRequests(deps: CollectionRequestDeps) {
     const charge = new CollectionCharge(forClient(read, client.authorization, gate !== undefined, preparer), reads, preparer);
 
     // 2. admit: the limiter's decision, and the request bound to the rows its client may read; a refusal (429,
-    // 401, 403) is thrown, answered by the one error handler, as is a planner's estimate that met a changed
-    // catalog (released by the gate, answered 503 here).
+    // 401, 403, built by the gate with its headers) is answered here as the error handler would answer it, as is
+    // a planner's estimate that met a changed catalog (released by the gate, answered 503): thrown on, it would
+    // unwind every middleware in front, which made a refusal cost a good part of a served chunk.
     let admission: Admission | undefined;
     try {
       admission = gate === undefined ? undefined : await gate.admit(client, charge, exchange);
     } catch (error) {
-      throw catalogChanged(error) ? metChange(collections, name, exchange, error) : error;
+      const problem = catalogChanged(error) ? metChange(collections, name, exchange, error) : problemOf(error, (fault) => log(fault, c));
+      exchange.written = true;
+      return problemResponse(problem, exchange.id, undefined, exchange.headers);
     }
     const { prepared } = charge;
 
