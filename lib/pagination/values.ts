@@ -99,11 +99,14 @@ export interface TypeFacts {
  * text; anything else a 400 saying the range, the one wording of every integer parameter (docs/reference/api.md, "Parameters").
  */
 export function integerText(name: string, text: string, min: bigint, max: bigint): string {
-  const reason = `must be an integer from ${min} to ${max}`;
-  if (!(min < 0n ? /^-?\d{1,20}$/ : /^\d{1,20}$/).test(text)) throw invalidParameter(name, reason);
+  if (!(min < 0n ? /^-?\d{1,20}$/ : /^\d{1,20}$/).test(text)) throw notInRange(name, min, max);
   const value = BigInt(text);
-  if (value < min || value > max) throw invalidParameter(name, reason);
+  if (value < min || value > max) throw notInRange(name, min, max);
   return String(value);
+}
+
+function notInRange(name: string, min: bigint, max: bigint) {
+  return invalidParameter(name, `must be an integer from ${min} to ${max}`);
 }
 
 function integerParser(min: bigint, max: bigint): (name: string, text: string) => string {
@@ -135,6 +138,15 @@ const parseWithSource = JSON.parse as (
 /** A JSON number from PostgreSQL's own text, written as it is. */
 function exactNumber(text: string): unknown {
   return rawJson(text);
+}
+
+/**
+ * An int8 from PostgreSQL's text: a number when it is one exactly (JSON writes it as the same digits, and a
+ * small one costs no object), else the text as a JSON number.
+ */
+function printInt8(raw: unknown): unknown {
+  const value = Number(raw);
+  return Number.isSafeInteger(value) ? value : exactNumber(raw as string);
 }
 
 /** JSON text (json, jsonb, an array as to_json writes it) with every number written as the text has it. */
@@ -415,7 +427,7 @@ function valueTypeOf(kind: ValueKind, type: ColumnType, elementKind?: ValueKind)
                 String(BigInt(value)) === value),
           ),
           type: 'int8',
-          print: (raw) => exactNumber(raw as string),
+          print: printInt8,
           position: numberText,
           integer: range,
         };
