@@ -156,9 +156,11 @@ function exactJson(text: unknown): unknown {
   );
 }
 
-/** An exact number's text back from its printed value (JSON.rawJSON's object, or a string for NaN and infinities). */
+/** An exact number's text back from its printed value (a safe integer, JSON.rawJSON's object, or a string for NaN and infinities). */
 function numberText(printed: unknown): string {
-  return typeof printed === 'string' ? printed : (printed as { rawJSON: string }).rawJSON;
+  if (typeof printed === 'string') return printed;
+  // An int8 that is a safe integer is printed as a number (printInt8): its digits are the text.
+  return typeof printed === 'number' ? String(printed) : (printed as { rawJSON: string }).rawJSON;
 }
 
 /** numeric::text and float8::text: finite ones as JSON numbers from their text, NaN and ±Infinity as strings. */
