@@ -110,11 +110,16 @@ function bytesSink(boom: ReturnType<typeof pino.destination>): Sink {
   };
 }
 
-/** The request-line writer of a sink: pino's level, time, pid and hostname first, then the fields. */
+/**
+ * The request-line writer of a sink: pino's level, time, pid and hostname first, then the fields, joined to
+ * their JSON (an object spread to put them first made each line cost twice as much to write).
+ */
 function requestLineWriter(sink: Sink): RequestLineWriter {
-  const pid = process.pid;
-  const host = hostname();
-  return (fields) => sink.line(JSON.stringify({ level: 30, time: Date.now(), pid, hostname: host, ...fields }));
+  const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`;
+  return (fields) => {
+    const json = JSON.stringify(fields);
+    sink.line(`{"level":30,"time":${Date.now()}${base}${json.length > 2 ? `,${json.slice(1)}` : '}'}`);
+  };
 }
 
 /** A pino logger on `sink`, its request lines written by requestLineWriter. */
