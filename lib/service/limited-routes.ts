@@ -16,14 +16,14 @@ export function clientOf(c: Context, registration: boolean): Client {
 }
 
 /**
- * The middleware in front of /v1. A GET or HEAD of `/v1/{name}` is a collection request, admitted by its own
- * stages (lib/service/collection-request.ts), which answer a name that is no collection (the keys' among them).
+ * The middleware in front of /v1, but behind the collections' route: a GET or HEAD of `/v1/{name}` is a
+ * collection request, admitted by its own stages (lib/service/collection-request.ts), which answer a name that
+ * is no collection (the keys' among them) and never reach this (lib/service/app.ts adds the route first).
  */
 export function limitedRoutes(gate: Gate): MiddlewareHandler {
   return async function limitedRoute(c, next) {
     const method = c.req.method;
     const target = apiTarget(c.req.path);
-    if ((method === 'GET' || method === 'HEAD') && (target.kind === 'named' || target.kind === 'keys')) return next();
     // POST /v1/keys draws on the registration tier per address; everything else on the client's.
     const admission = await gate.admit(clientOf(c, method === 'POST' && target.kind === 'keys'), ONE_UNIT, c.get('exchange'));
     // An error of the route is answered by the one error handler before this goes on: c.res is its problem.
