@@ -45,7 +45,7 @@ export function checkoutAgainst(ref: string, log: (line: string) => void): Again
     if (removed) return;
     removed = true;
     process.off('exit', remove);
-    // The link first, so that nothing below can reach into this checkout's node_modules.
+    // The link (or the worktree's own install) first, so that nothing below can reach into this checkout's node_modules.
     rmSync(path.join(root, 'node_modules'), { force: true, recursive: ownInstall });
     try {
       git(['worktree', 'remove', '--force', root]);

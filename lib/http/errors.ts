@@ -194,8 +194,7 @@ export function onError(log: (error: unknown, c: Context) => void) {
     const exchange = c.get('exchange');
     const problem = problemOf(error, (fault) => log(fault, c));
     if (exchange === undefined) return problemResponse(problem, requestIdOf(undefined), before);
-    exchange.written = true;
-    return problemResponse(problem, exchange.id, before, exchange.headers);
+    return exchange.problemAnswer(problem, before);
   };
 }
 

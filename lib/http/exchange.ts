@@ -2,6 +2,7 @@
 // headers every answer carries on the way in; its log line and request metrics on the way out.
 import type { Context, MiddlewareHandler } from 'hono';
 import type { CorsPolicy } from './cors.ts';
+import { type ApiError, problemResponse } from './errors.ts';
 import type { HeaderRecord } from './header-record.ts';
 import { type Logger, logRequest } from './logger.ts';
 import type { Metrics, UnavailableCause } from './metrics.ts';
@@ -67,6 +68,15 @@ export class Exchange implements RequestRecord {
     this.id = id;
     this.peer = peer;
     this.headers = headers;
+  }
+
+  /**
+   * The request's answer to `problem`, made with the headers every answer carries, after those of an answer
+   * made before the error (`before`) and before the rate limit's (`limits`).
+   */
+  problemAnswer(problem: ApiError, before?: Headers, limits?: HeaderRecord): Response {
+    this.written = true;
+    return problemResponse(problem, this.id, before, this.headers, limits);
   }
 }
 

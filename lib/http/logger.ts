@@ -71,8 +71,7 @@ const requestLineWriters = new WeakMap<Logger, RequestLineWriter>();
  * A request's line at info (docs/reference/logs.md), as pino writes a line of a logger made here: its level,
  * time, pid and hostname, then `fields`, those undefined left out. Written with one JSON.stringify to the
  * logger's own destination, in the order of its other lines: pino writes an object's line key by key, a
- * string joined for each, which made the request line a tenth of what a served chunk allocated. A logger
- * made elsewhere logs it with pino.
+ * string joined for each, which every request would pay for. A logger made elsewhere logs it with pino.
  */
 export function logRequest(logger: Logger, fields: object): void {
   const write = requestLineWriters.get(logger);
@@ -112,7 +111,7 @@ function bytesSink(boom: ReturnType<typeof pino.destination>): Sink {
 
 /**
  * The request-line writer of a sink: pino's level, time, pid and hostname first, then the fields, joined to
- * their JSON (an object spread to put them first made each line cost twice as much to write).
+ * their JSON as text (spread into a new object to put them first, they would be copied once more).
  */
 function requestLineWriter(sink: Sink): RequestLineWriter {
   const base = `,"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`;

@@ -6,7 +6,7 @@ import type { Database } from '../../db/client.ts';
 import type { Compressor } from '../http/compression.ts';
 import { matchesAny, notModified } from '../http/conditional.ts';
 import { withTimeout } from '../http/deadline.ts';
-import { ApiError, collectionUnavailable, notAllowed, problemOf, problemResponse } from '../http/errors.ts';
+import { ApiError, collectionUnavailable, notAllowed, problemOf } from '../http/errors.ts';
 import type { Exchange } from '../http/exchange.ts';
 import { baseUrl, type LinkOrigin } from '../http/forwarding.ts';
 import { ANONYMOUS, type Principal } from '../http/principal.ts';
@@ -142,14 +142,14 @@ export function collectionRequests(deps: CollectionRequestDeps) {
     // 2. admit: the limiter's decision, and the request bound to the rows its client may read; a refusal (429,
     // 401, 403, built by the gate with its headers) is answered here as the error handler would answer it, as is
     // a planner's estimate that met a changed catalog (released by the gate, answered 503): thrown on, it would
-    // unwind every middleware in front, which made a refusal cost a good part of a served chunk.
+    // unwind every middleware in front, a cost each refusal would pay.
     let admission: Admission | undefined;
     try {
       admission = gate === undefined ? undefined : await gate.admit(client, charge, exchange);
     } catch (error) {
-      const problem = catalogChanged(error) ? metChange(collections, name, exchange, error) : problemOf(error, (fault) => log(fault, c));
-      exchange.written = true;
-      return problemResponse(problem, exchange.id, undefined, exchange.headers);
+      return exchange.problemAnswer(
+        catalogChanged(error) ? metChange(collections, name, exchange, error) : problemOf(error, (fault) => log(fault, c)),
+      );
     }
     const { prepared } = charge;
 
@@ -184,8 +184,8 @@ export function collectionRequests(deps: CollectionRequestDeps) {
           );
 
     // 5. respond: the chunk (or 304, or problem), its headers written once.
+    if (!('rendered' in answer)) return exchange.problemAnswer(answer.problem, undefined, limits);
     exchange.written = true;
-    if (!('rendered' in answer)) return problemResponse(answer.problem, exchange.id, undefined, exchange.headers, limits);
     const headers = { method: request.method, acceptEncoding: c.req.header('accept-encoding') };
     return respond(answer.rendered, answer.unchanged, headers, compressor, exchange.headers, limits);
   };

@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import postgres, { type Options, type Sql } from 'postgres';
+import postgres, { type Options, type ReservedSql, type Sql } from 'postgres';
 import { type Database, openDatabase } from '../../db/client.ts';
 import { runMigrations } from '../../db/migrate.ts';
 import { migrateDemo } from '../../demo/migrate.ts';
@@ -46,6 +46,24 @@ export function scratchSession(t: Teardown, url: string, options: SessionOptions
   const sql = openSession(url, options);
   t.teardown(() => sql.end({ timeout: 1 }));
   return sql;
+}
+
+/** Takes a lock (`take`, in a transaction on a session of its own) and holds it until `unlock()`. */
+export async function holdLock(
+  t: Teardown,
+  url: string,
+  take: (sql: ReservedSql) => Promise<unknown>,
+): Promise<{ sql: ReservedSql; unlock(): Promise<void> }> {
+  const sql = await scratchSession(t, url).reserve();
+  await sql`begin`;
+  await take(sql);
+  return {
+    sql,
+    async unlock() {
+      await sql`commit`;
+      sql.release();
+    },
+  };
 }
 
 /** Runs `fn` on one plain connection to `url`, ended as soon as `fn` is done (a test that needs it gone by then). */

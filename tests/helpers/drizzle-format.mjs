@@ -1,8 +1,8 @@
 // Preloaded into every Node process of the suite (scripts/test.ts puts it in NODE_OPTIONS): a module hook that
 // tells Node the format of drizzle-orm's own files without asking its package.json. Node's resolver looks up the
 // package scope of every file it loads to learn its format, and materialises that package.json each time,
-// parsing its "exports" again: drizzle-orm's is about 180 KB, and the hundred-odd files a server loads from it
-// took about 0.4 s of each process's start, a third of it. The suite starts some hundreds of Node processes.
+// parsing its "exports" again: drizzle-orm's is large, and a server loads a hundred-odd files from it, so that
+// this was a good part of each process's start. The suite starts some hundreds of Node processes.
 // A plain .mjs file: it must load where no type stripping does (the supported-Node check runs an older Node).
 import module from 'node:module';
 

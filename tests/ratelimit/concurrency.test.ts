@@ -3,7 +3,7 @@ import type postgres from 'postgres';
 import t from 'tap';
 import { type Decision, databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { testApp } from '../helpers/app.ts';
-import { lockWaiters, scratchSession } from '../helpers/db.ts';
+import { holdLock, lockWaiters } from '../helpers/db.ts';
 import { chargedUnits, limits, liveLeases, setTier } from '../helpers/limiter.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -15,24 +15,6 @@ const anonymous = (address: string, clockOffset = 0) => ({
   cost: 1,
   clockOffset,
 });
-
-/** Takes a lock (`take`, on a connection of its own, in a transaction) and holds it until `unlock()`. */
-async function holdLock(
-  t: { teardown(fn: () => unknown): void },
-  url: string,
-  take: (sql: postgres.ReservedSql) => Promise<unknown>,
-): Promise<{ sql: postgres.ReservedSql; unlock(): Promise<void> }> {
-  const sql = await scratchSession(t, url).reserve();
-  await sql`begin`;
-  await take(sql);
-  return {
-    sql,
-    async unlock() {
-      await sql`commit`;
-      sql.release();
-    },
-  };
-}
 
 /** Holds the row of `subject` locked, so that a statement deciding for it stays in flight. */
 const lockRow = (t: { teardown(fn: () => unknown): void }, url: string, subject: string) =>

@@ -1,11 +1,11 @@
 // Costs that follow the work (issue 39): a read is settled at what its statements really took, no statement
 // runs longer than its client can pay for, a debt is kept until paid, and a declined request costs no
 // planner work. Each test reproduces one of the breakages found on main 655dfbc and fails there.
-import postgres from 'postgres';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createLogger } from '../../lib/http/logger.ts';
-import { testApp } from '../helpers/app.ts';
+import { type TestApp, testApp } from '../helpers/app.ts';
 import { makeScratch, registryAhead, snapshotRegistry } from '../helpers/collections.ts';
+import { holdLock } from '../helpers/db.ts';
 import { chargedUnits, limits, setTier } from '../helpers/limiter.ts';
 import { type LogLine, logLines } from '../helpers/logs.ts';
 
@@ -196,23 +196,26 @@ t.test('where the watch connection stopped answering, a cancel request cuts the 
   t.ok(took < 2000, `cut short by a cancel request once the watch did not answer: ${Math.round(took)} ms`);
 });
 
-t.test("a statement waiting for a lock is not cut short as its client's work: the pool's timeout answers it", async (t) => {
-  const api = await testApp(t, { rateLimit: true });
-  await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
-  const locker = postgres(api.database.url, { max: 1, onnotice: () => {} });
-  t.teardown(() => locker.end());
-  const reserved = await locker.reserve();
-  await reserved`begin`;
-  await reserved`lock table demo.products in access exclusive mode`;
-  const answer = api.request('/v1/products?count=none');
-  // Well past the request's 50 ms budget, it still waits: nobody cancelled it.
+/**
+ * `path` asked for while `table` is locked, the lock let go once the read has waited 300 ms for it, several of
+ * its 50 ms budgets, none of it the statement's own work: its answer, and when the lock was let go.
+ */
+async function behindLock(t: Test, api: TestApp, table: string, path: string): Promise<{ res: Response; released: number }> {
+  const lock = await holdLock(t, api.database.url, (sql) => sql.unsafe(`lock table ${table} in access exclusive mode`));
+  const answer = api.request(path);
   await new Promise((resolve) => setTimeout(resolve, 300));
   const [waiting] = await api.database
     .sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`;
-  t.equal(waiting!.n, 1, 'the chunk still waits for the lock, past its budget');
-  await reserved`rollback`;
-  reserved.release();
-  const res = await answer;
+  t.equal(waiting!.n, 1, 'the read still waits for the lock, past its budget: nobody cancelled it');
+  await lock.unlock();
+  const released = performance.now();
+  return { res: await answer, released };
+}
+
+t.test("a statement waiting for a lock is not cut short as its client's work: the pool's timeout answers it", async (t) => {
+  const api = await testApp(t, { rateLimit: true });
+  await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
+  const { res } = await behindLock(t, api, 'demo.products', '/v1/products?count=none');
   t.equal(res.status, 200, 'served once the lock is gone');
   t.equal(limits(res).remaining, 9, 'charged its price: the wait was not its work');
 });
@@ -220,22 +223,8 @@ t.test("a statement waiting for a lock is not cut short as its client's work: th
 t.test('a statement let go by a lock has its budget again, and is cut short once it has run that long itself', async (t) => {
   const api = await slowApp(t);
   await setTier(api.database.sql, 'anonymous', { allowance: 10, windowSeconds: 60, concurrency: 4 });
-  const locker = postgres(api.database.url, { max: 1, onnotice: () => {} });
-  t.teardown(() => locker.end());
-  const reserved = await locker.reserve();
-  await reserved`begin`;
-  await reserved`lock table scratch.slow in access exclusive mode`;
-  const answer = api.request('/v1/slow?page-size=5');
-  // Several budgets of waiting: none of it is the statement's own time, so none of it cuts it short.
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  const [waiting] = await api.database
-    .sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`;
-  t.equal(waiting!.n, 1, 'the read still waits for the lock, past its budget');
-  await reserved`rollback`;
-  reserved.release();
-  const released = performance.now();
+  const { res, released } = await behindLock(t, api, 'scratch.slow', '/v1/slow?page-size=5');
   // Let go, the view sleeps 3 s: its own work, cut short within about two budgets of the lock's end.
-  const res = await answer;
   const took = performance.now() - released;
   t.equal(res.status, 429);
   t.equal((await res.json()).code, 'Query_limit_exceeded', 'cut short by its budget once it ran');
@@ -325,11 +314,7 @@ t.test('a client with nothing left is declined without an EXPLAIN, whatever its 
   await setTier(api.database.sql, 'anonymous', { allowance: 3, windowSeconds: 60, concurrency: 4 });
   for (let i = 0; i < 3; i++) t.equal((await api.request('/v1/products?limit=5&count=none')).status, 200);
   // An EXPLAIN needs the table's lock too: one sent for a declined request would wait here.
-  const locker = postgres(api.database.url, { max: 1, onnotice: () => {} });
-  t.teardown(() => locker.end());
-  const reserved = await locker.reserve();
-  await reserved`begin`;
-  await reserved`lock table demo.products in access exclusive mode`;
+  const lock = await holdLock(t, api.database.url, (sql) => sql`lock table demo.products in access exclusive mode`);
   const statuses: number[] = [];
   const began = performance.now();
   for (let i = 0; i < 20; i++) {
@@ -339,8 +324,7 @@ t.test('a client with nothing left is declined without an EXPLAIN, whatever its 
   const took = performance.now() - began;
   const [waiting] = await api.database.sql`
     select count(*)::int as n from pg_stat_activity where datname = ${api.database.name} and wait_event_type = 'Lock'`;
-  await reserved`rollback`;
-  reserved.release();
+  await lock.unlock();
   t.same(new Set(statuses), new Set([429]), 'every one declined');
   t.ok(took < 1000, `at once, none behind the lock: ${Math.round(took)} ms for 20`);
   t.equal(waiting!.n, 0, 'no statement of theirs waits for the table');
