@@ -257,10 +257,12 @@ t.test('pretty lines on a terminal: a process whose stdout is a terminal reads t
 
 t.test('lines batched on stdout are written when the process exits, however soon after them', async (t) => {
   const logger = fileURLToPath(new URL('../../lib/http/logger.ts', import.meta.url));
-  // The service's own logger (JSON lines, buffered: lib/http/logger.ts), a line, and an exit at once: the
-  // line is in the buffer, short of its batch's size and before its periodic flush.
-  const script = `import { createLogger } from ${JSON.stringify(logger)};
-    createLogger({ level: 'info' }).info({ reqId: 'the-last-line' }, 'request');
+  // The service's own logger (JSON lines, buffered: lib/http/logger.ts), a line of pino's and a request line,
+  // and an exit at once: the lines are in the buffer, short of its batch's size and before its periodic flush.
+  const script = `import { createLogger, logRequest } from ${JSON.stringify(logger)};
+    const logger = createLogger({ level: 'info' });
+    logger.info({ reqId: 'the-line-before' }, 'request');
+    logRequest(logger, { reqId: 'the-last-line' });
     process.exit(0);`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -268,5 +270,5 @@ t.test('lines batched on stdout are written when the process exits, however soon
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const code = await new Promise((resolve) => child.once('close', resolve));
   t.equal(code, 0, output);
-  t.match(output, /"reqId":"the-last-line"/, 'the line is written');
+  t.match(output, /"reqId":"the-line-before".*\n.*"reqId":"the-last-line"/, "pino's line and the request line are written, in their order");
 });
