@@ -90,8 +90,6 @@ function textSink(destination: DestinationStream): Sink {
   return { destination, line: (json) => destination.write(`${json}\n`) };
 }
 
-const NEWLINE = Buffer.from('\n');
-
 /**
  * stdout through sonic-boom in its buffer mode, which keeps each line's bytes as they were written and joins them
  * once for each write(2): in its text mode it joined each line to the text not yet written and measured that
@@ -102,10 +100,8 @@ function bytesSink(boom: ReturnType<typeof pino.destination>): Sink {
   const write = (bytes: Buffer) => boom.write(bytes as unknown as string);
   return {
     destination: { write: (text: string) => write(Buffer.from(text)) },
-    line: (json) => {
-      write(Buffer.from(json));
-      write(NEWLINE);
-    },
+    // The newline joined to the line as text: one Buffer and one entry of sonic-boom's list per line, not two.
+    line: (json) => write(Buffer.from(`${json}\n`)),
   };
 }
 

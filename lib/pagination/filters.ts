@@ -25,10 +25,31 @@ const FILTER_NAME = /^([A-Za-z_][A-Za-z0-9_]*)(?:\[([a-z]+)\])?$/;
 /** The most values one `in` filter takes: more would be a long query for one filter (see MAX_LINK_QUERY_LENGTH). */
 export const MAX_IN_VALUES = 100;
 
+/** A parameter name read as a filter's: its field, and its operator as written (undefined: `eq`). */
+type FilterNameParts = readonly [field: string, op: string | undefined];
+
+/**
+ * The names read lately, and what they name, null for a name that is not a filter's shape. A request's names
+ * are few and repeat from request to request: each is matched once. Bounded, since they are the client's to choose.
+ */
+const filterNames = new Map<string, FilterNameParts | null>();
+const NAMES_KEPT = 1024;
+
+function filterNameParts(name: string): FilterNameParts | null {
+  let parts = filterNames.get(name);
+  if (parts === undefined) {
+    const m = FILTER_NAME.exec(name);
+    parts = m === null || m[1] === undefined ? null : [m[1], m[2]];
+    if (filterNames.size >= NAMES_KEPT) filterNames.clear();
+    filterNames.set(name, parts);
+  }
+  return parts;
+}
+
 /** True when the parameter name has the shape of a filter on one of the collection's fields. */
 export function isFilterName(collection: Collection, name: string): boolean {
-  const m = FILTER_NAME.exec(name);
-  return m !== null && m[1] !== undefined && collection.filters[m[1]] !== undefined;
+  const parts = filterNameParts(name);
+  return parts !== null && collection.filters[parts[0]] !== undefined;
 }
 
 function parseValue(name: string, field: Field, op: FilterOp, value: string): string {
@@ -43,13 +64,13 @@ function parseValue(name: string, field: Field, op: FilterOp, value: string): st
 export function parseFilters(collection: Collection, params: QueryParams): Filter[] {
   const filters: Filter[] = [];
   for (const [name, value] of params) {
-    const m = FILTER_NAME.exec(name);
-    const fieldName = m?.[1];
-    if (!m || fieldName === undefined) continue;
+    const parts = filterNameParts(name);
+    if (parts === null) continue;
+    const [fieldName, written] = parts;
     const ops = collection.filters[fieldName];
     const field = collection.fields.get(fieldName);
     if (!ops || !field) continue;
-    const op = (m[2] ?? 'eq') as FilterOp;
+    const op = (written ?? 'eq') as FilterOp;
     if (!ops.includes(op)) {
       const offered = ops.map((o) => (o === 'eq' ? `${fieldName}=` : `${fieldName}[${o}]=`)).join(', ');
       throw invalidParameter(name, `is not a supported filter; ${fieldName} takes ${offered}`);

@@ -52,6 +52,34 @@ function tooLong(pieces: readonly [name: string, length: number][], length: numb
   throw invalidParameter(name, `makes ${what} ${length} characters long; at most ${limit} are allowed`);
 }
 
+/** A parameter name as read: decoded, and its length as links write it (undefined: links do not repeat it). */
+interface ReadName {
+  readonly name: string;
+  readonly inLinks: number | undefined;
+}
+
+/**
+ * The names read lately, by their text as sent. A request's names are few and repeat from request to request
+ * (its values are what changes): each is decoded and checked once. Bounded, since names are the client's to choose.
+ */
+const readNames = new Map<string, ReadName>();
+const NAMES_KEPT = 1024;
+
+/** A parameter's name as sent, read: decoded, or a 400 for an empty name or one with a control character. */
+function readName(rawName: string): ReadName {
+  let read = readNames.get(rawName);
+  if (read === undefined) {
+    const name = decode(rawName, rawName);
+    if (name === '') throw invalidParameter(rawName || '(empty name)', 'has no name');
+    // Named as sent (percent-encoded), so that the problem names it in printable text.
+    if (hasControlCharacter(name)) throw invalidParameter(rawName, 'must not contain a NUL or other control character in its name');
+    read = { name, inLinks: POSITION_PARAMS.has(name) ? undefined : encodeQueryComponent(name).length };
+    if (readNames.size >= NAMES_KEPT) readNames.clear();
+    readNames.set(rawName, read);
+  }
+  return read;
+}
+
 /**
  * Parses a raw query string (without "?"). An empty value, a repeated name, bad percent-encoding,
  * a control character or a query longer than the bounds above is a 400 naming the parameter;
@@ -68,14 +96,11 @@ export function parseQueryString(raw: string): QueryParams {
     if (length > MAX_QUERY_LENGTH) tooLong(pieces, length, MAX_QUERY_LENGTH, 'the query string without its cursor');
   }
   const params = new Map<string, string>();
+  let linkLength = -1;
   for (const piece of raw.split('&')) {
     if (piece === '') continue; // "a=1&&b=2" or a trailing "&": no parameter there
     const eq = piece.indexOf('=');
-    const rawName = eq === -1 ? piece : piece.slice(0, eq);
-    const name = decode(rawName, rawName);
-    if (name === '') throw invalidParameter(rawName || '(empty name)', 'has no name');
-    // Named as sent (percent-encoded), so that the problem names it in printable text.
-    if (hasControlCharacter(name)) throw invalidParameter(rawName, 'must not contain a NUL or other control character in its name');
+    const { name, inLinks } = readName(eq === -1 ? piece : piece.slice(0, eq));
     const value = eq === -1 ? '' : decode(piece.slice(eq + 1), name);
     if (params.has(name)) throw invalidParameter(name, 'must not be repeated');
     if (value === '') throw invalidParameter(name, 'must not be empty');
@@ -83,23 +108,15 @@ export function parseQueryString(raw: string): QueryParams {
     // carries them six-fold (JSON escapes): refuse them here rather than fail later.
     if (hasControlCharacter(value)) throw invalidParameter(name, 'must not contain a NUL or other control character');
     params.set(name, value);
+    if (inLinks !== undefined) linkLength += inLinks + 1 + encodeQueryComponent(value).length + 1;
   }
-  if (linkQueryLength(params) > MAX_LINK_QUERY_LENGTH) {
+  if (linkLength > MAX_LINK_QUERY_LENGTH) {
     const pieces = [...params]
       .filter(([name]) => !POSITION_PARAMS.has(name))
       .map(([name, value]): [string, number] => [name, encodeQueryComponent(name).length + 1 + encodeQueryComponent(value).length]);
-    tooLong(pieces, linkQueryLength(params), MAX_LINK_QUERY_LENGTH, 'the filters, sort and count, as links write them,');
+    tooLong(pieces, linkLength, MAX_LINK_QUERY_LENGTH, 'the filters, sort and count, as links write them,');
   }
   return params;
-}
-
-/** The length of the filters, sort and count (every parameter but the variant's own) as links write them. */
-function linkQueryLength(params: QueryParams): number {
-  let length = -1;
-  for (const [name, value] of params) {
-    if (!POSITION_PARAMS.has(name)) length += encodeQueryComponent(name).length + 1 + encodeQueryComponent(value).length + 1;
-  }
-  return Math.max(0, length);
 }
 
 /** The raw query string of a URL, without "?" and without any fragment. */
@@ -112,12 +129,11 @@ export function rawQueryOf(url: string): string {
 
 /** An integer written as plain decimal digits, within [min, max]. */
 export function parseInteger(name: string, value: string, min: number, max: number): number {
-  const reason = `must be an integer from ${min} to ${max}`;
   const negative = value.startsWith('-') && min < 0;
   const digits = negative ? value.slice(1) : value;
-  if (!/^\d{1,20}$/.test(digits)) throw invalidParameter(name, reason);
-  const number = Number(negative ? `-${digits}` : digits);
-  if (!Number.isSafeInteger(number) || number < min || number > max) throw invalidParameter(name, reason);
+  const number = /^\d{1,20}$/.test(digits) ? Number(negative ? `-${digits}` : digits) : Number.NaN;
+  if (!Number.isSafeInteger(number) || number < min || number > max)
+    throw invalidParameter(name, `must be an integer from ${min} to ${max}`);
   return number;
 }
 
