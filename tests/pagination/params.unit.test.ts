@@ -139,6 +139,46 @@ t.test('parseQueryString: every C0 control character and DEL in a value is a 400
   t.same(entries('name=%20%7E'), [['name', ' ~']], 'the neighbours of the range are taken');
 });
 
+t.test('parseQueryString: a name reads the same every time, however many other names were read between', async (t) => {
+  // Names are read once and kept, a bounded number of them: more names than are kept, read twice over, each
+  // time with the values and link lengths of that request, and a refused name refused on every request.
+  const names = Array.from({ length: 2500 }, (_, i) => `f${i}%5Bgte%5D`);
+  for (const round of [1, 2]) {
+    for (const [i, name] of names.entries()) {
+      if (i % 250 !== 0) {
+        parseQueryString(`${name}=${round}`);
+        continue;
+      }
+      t.same(
+        entries(`${name}=${round}&limit=5`),
+        [
+          [`f${i}[gte]`, String(round)],
+          ['limit', '5'],
+        ],
+        `${name}, round ${round}`,
+      );
+      t.same(
+        problemOf(() => parseQueryString(`a%ZZ=${round}`)),
+        invalidParameter('a%ZZ', 'is not valid percent-encoding'),
+      );
+      t.same(
+        problemOf(() => parseQueryString(`${name}=`)),
+        invalidParameter(`f${i}[gte]`, 'must not be empty'),
+      );
+    }
+  }
+  // The link bound counts the name as links write it each time it is read again.
+  const name = `${'n'.repeat(500)}%5B`;
+  const value = 'v'.repeat(MAX_LINK_QUERY_LENGTH - 500 - 3 - 1);
+  t.same(entries(`${name}=${value}`), [[`${'n'.repeat(500)}[`, value]]);
+  t.same(entries(`${name}=${value}`), [[`${'n'.repeat(500)}[`, value]], 'read again, still at the bound');
+  t.match(
+    problemOf(() => parseQueryString(`${name}=${value}v`)),
+    { status: 400 },
+    'one more character, refused',
+  );
+});
+
 t.test('the raw bound: 4096 characters of query without its cursor, checked before decoding, naming the longest piece', async (t) => {
   const offset = (length: number) => `offset=${'0'.repeat(length - 'offset='.length)}`;
   t.equal(offset(4096).length, 4096);
