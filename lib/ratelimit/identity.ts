@@ -21,11 +21,30 @@ export const KEY_PATTERN = /^pck_[A-Za-z0-9_-]{32}$/;
 /** What is stored of a key, and what a request's key is looked up by. */
 export const hashKey = digest;
 
+/**
+ * The digests of the keys sent lately, by key: a client sends its key with every request, and its SHA-256 cost a
+ * declined request a noticeable share of its work. Kept in this process only, as every request's header is while
+ * it is served; bounded, since anyone may send keys of the right shape.
+ */
+const keyDigests = new Map<string, Buffer>();
+const KEYS_REMEMBERED = 10_000;
+
+/** hashKey of a key sent with a request, remembered for the last few thousand keys seen. */
+function sentKeyHash(key: string): Buffer {
+  let hash = keyDigests.get(key);
+  if (hash === undefined) {
+    hash = hashKey(key);
+    if (keyDigests.size >= KEYS_REMEMBERED) keyDigests.clear();
+    keyDigests.set(key, hash);
+  }
+  return hash;
+}
+
 /** `Authorization: Bearer <key>`, or `Bearer <token>` when `tokens` (JWT verification is configured). */
 export function parseAuthorization(header: string | undefined, tokens = false): Credential {
   if (header === undefined) return { kind: 'none' };
   const credential = bearerToken(header);
-  if (credential !== undefined && KEY_PATTERN.test(credential)) return { kind: 'key', hash: hashKey(credential) };
+  if (credential !== undefined && KEY_PATTERN.test(credential)) return { kind: 'key', hash: sentKeyHash(credential) };
   if (tokens && credential !== undefined && looksLikeJwt(credential)) return { kind: 'token', token: credential };
   return { kind: 'malformed' };
 }

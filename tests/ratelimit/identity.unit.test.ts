@@ -23,6 +23,19 @@ t.test('parseAuthorization: a well-formed key is looked up by the SHA-256 of the
   t.notSame(other.kind === 'key' ? other.hash : undefined, expected, 'another key, another hash');
 });
 
+t.test('parseAuthorization: every key, sent again, is looked up by its own hash, however many keys came between', async (t) => {
+  // The digests of keys sent lately are kept, a bounded number of them: more keys than are kept, sent twice over.
+  const keys = Array.from({ length: 25_000 }, (_, i) => `${KEY_PREFIX}${String(i).padStart(32, 'k')}`);
+  for (const round of [1, 2]) {
+    let wrong = 0;
+    for (const sent of keys) {
+      const credential = parseAuthorization(`Bearer ${sent}`);
+      if (credential.kind !== 'key' || !credential.hash.equals(createHash('sha256').update(sent).digest())) wrong++;
+    }
+    t.equal(wrong, 0, `round ${round}: no key answered with another's hash`);
+  }
+});
+
 t.test('parseAuthorization: no header is anonymous; anything present but not a Bearer key of the issued format is malformed', async (t) => {
   t.same(parseAuthorization(undefined), { kind: 'none' });
   const body = 'a'.repeat(32);
