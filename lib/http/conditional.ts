@@ -1,19 +1,10 @@
 // Conditional requests (RFC 9110 section 13): a weak ETag on an answer, and a 304 for a client that has it.
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+import { remembered } from './remembered.ts';
 
 // Each secret's tag key, derived once: the HMAC of a constant label under the secret, so that the key that
-// tags bodies is never the key that signs cursors.
-const tagKeys = new Map<string, KeyObject>();
-
-function tagKey(secret: string): KeyObject {
-  let key = tagKeys.get(secret);
-  if (key === undefined) {
-    key = createSecretKey(createHmac('sha256', secret).update('etag-v1').digest());
-    if (tagKeys.size >= 100) tagKeys.clear(); // a process has one secret; tests make many
-    tagKeys.set(secret, key);
-  }
-  return key;
-}
+// tags bodies is never the key that signs cursors. A process has one secret; tests make many.
+const tagKey = remembered(100, (secret: string): KeyObject => createSecretKey(createHmac('sha256', secret).update('etag-v1').digest()));
 
 /**
  * The weak ETag of a body: an HMAC of it under a key derived from `secret` (the cursor secret, the same on

@@ -4,6 +4,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import proxyaddr from 'proxy-addr';
 import { invalidParameter } from './errors.ts';
+import { remembered } from './remembered.ts';
 
 /**
  * Which peers are our proxies (TRUST_PROXY): none; the nearest `hops` peers, whoever they are; or
@@ -91,19 +92,14 @@ function checkedOrigin(origin: string): string {
   return origin;
 }
 
-/** The origins of the scheme and host a request named lately, as URL reads them: a client names one for all its requests. */
-const origins = new Map<string, string>();
-const ORIGINS_KEPT = 64;
+/**
+ * The origin of a scheme and host as URL reads it, remembered for the last 64: a client names one for all its
+ * requests.
+ */
+const originOf = remembered(64, (authority: string): string => checkedOrigin(new URL(authority).origin));
 
 /** The origin of a request's own URL (scheme and Host), read by URL once for each scheme and host. */
 function ownOrigin(href: string): string {
   const end = href.indexOf('/', href.indexOf('//') + 2);
-  const authority = end === -1 ? href : href.slice(0, end);
-  let origin = origins.get(authority);
-  if (origin === undefined) {
-    origin = checkedOrigin(new URL(authority).origin);
-    if (origins.size >= ORIGINS_KEPT) origins.clear();
-    origins.set(authority, origin);
-  }
-  return origin;
+  return originOf(end === -1 ? href : href.slice(0, end));
 }

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { ApiError } from '../http/errors.ts';
 import type { Principal } from '../http/principal.ts';
+import { remembered } from '../http/remembered.ts';
 import { byFilterOrder, type Filter } from './filters.ts';
 import type { Collection, RowRule } from './registry.ts';
 
@@ -100,20 +101,11 @@ export function rowScope(collection: Collection, principal: Principal): RowScope
   return { filters: filters.map((filter) => ({ ...filter, rows: digest })), key, scattered };
 }
 
-/** The digests of the scopes seen lately: a client asks again and again with the same claims. */
-const digests = new Map<string, string>();
-const DIGESTS_KEPT = 10_000;
-
-/** What cursors carry of a scope: a digest, so that a claim of many values does not lengthen every link. */
-function digestOf(key: string): string {
-  let digest = digests.get(key);
-  if (digest === undefined) {
-    digest = createHash('sha256').update(key).digest('base64url').slice(0, 22);
-    if (digests.size >= DIGESTS_KEPT) digests.clear();
-    digests.set(key, digest);
-  }
-  return digest;
-}
+/**
+ * What cursors carry of a scope: a digest, so that a claim of many values does not lengthen every link; the
+ * last 10,000 remembered, since a client asks again and again with the same claims.
+ */
+const digestOf = remembered(10_000, (key: string): string => createHash('sha256').update(key).digest('base64url').slice(0, 22));
 
 /** Whether `principal` may read `collection` at all: what the index lists (docs/reference/api.md, "Collections"). */
 export function mayRead(collection: Collection, principal: Principal): boolean {

@@ -1,6 +1,7 @@
 // Opaque cursors: a versioned, HMAC-signed payload. Decoding never throws anything but a 400 invalid_cursor.
 import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { invalidCursor } from '../http/errors.ts';
+import { remembered } from '../http/remembered.ts';
 import type { VariantName } from './registry.ts';
 
 const VERSION = 'v1';
@@ -16,17 +17,12 @@ export interface CursorPayload {
   readonly [field: string]: unknown;
 }
 
-// Each secret as a key object, made once: createHmac would otherwise turn the text into a key on every call.
-const keys = new Map<string, KeyObject>();
+// Each secret as a key object, made once: createHmac would otherwise turn the text into a key on every call. A
+// process has one secret; tests make many.
+const keyOf = remembered(100, (secret: string): KeyObject => createSecretKey(Buffer.from(secret, 'utf8')));
 
 function sign(secret: string, body: string): Buffer {
-  let key = keys.get(secret);
-  if (key === undefined) {
-    key = createSecretKey(Buffer.from(secret, 'utf8'));
-    if (keys.size >= 100) keys.clear(); // a process has one secret; tests make many
-    keys.set(secret, key);
-  }
-  return createHmac('sha256', key).update(`${VERSION}.${body}`).digest();
+  return createHmac('sha256', keyOf(secret)).update(`${VERSION}.${body}`).digest();
 }
 
 export function encodeCursor(secret: string, payload: CursorPayload): string {

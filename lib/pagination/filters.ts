@@ -1,6 +1,7 @@
 // Filters: `{field}` and `{field}[{op}]` parameters, parsed against the registry and turned into SQL.
 import { and, eq, gt, gte, isNotNull, isNull, like, lt, lte, ne, type Placeholder, type SQL, sql } from 'drizzle-orm';
 import { invalidParameter } from '../http/errors.ts';
+import { remembered } from '../http/remembered.ts';
 import type { QueryParams } from './params.ts';
 import type { Collection, Field, FilterOp } from './registry.ts';
 
@@ -29,22 +30,13 @@ export const MAX_IN_VALUES = 100;
 type FilterNameParts = readonly [field: string, op: string | undefined];
 
 /**
- * The names read lately, and what they name, null for a name that is not a filter's shape. A request's names
- * are few and repeat from request to request: each is matched once. Bounded, since they are the client's to choose.
+ * What a parameter name names, null for a name that is not a filter's shape. A request's names are few and
+ * repeat from request to request: each is matched once, and the last 1,024 are remembered.
  */
-const filterNames = new Map<string, FilterNameParts | null>();
-const NAMES_KEPT = 1024;
-
-function filterNameParts(name: string): FilterNameParts | null {
-  let parts = filterNames.get(name);
-  if (parts === undefined) {
-    const m = FILTER_NAME.exec(name);
-    parts = m === null || m[1] === undefined ? null : [m[1], m[2]];
-    if (filterNames.size >= NAMES_KEPT) filterNames.clear();
-    filterNames.set(name, parts);
-  }
-  return parts;
-}
+const filterNameParts = remembered(1024, (name: string): FilterNameParts | null => {
+  const m = FILTER_NAME.exec(name);
+  return m === null || m[1] === undefined ? null : [m[1], m[2]];
+});
 
 /** True when the parameter name has the shape of a filter on one of the collection's fields. */
 export function isFilterName(collection: Collection, name: string): boolean {

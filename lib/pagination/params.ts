@@ -1,7 +1,9 @@
 // Strict parsing of a request's query string and of the values in it.
 
 import { invalidParameter } from '../http/errors.ts';
+import { remembered } from '../http/remembered.ts';
 import { hasControlCharacter } from '../http/text.ts';
+import { notAnIntegerIn } from './values.ts';
 import { POSITION_PARAMS } from './variant-params.ts';
 
 /** The query parameters of one request, each name present at most once, values decoded. */
@@ -59,26 +61,17 @@ interface ReadName {
 }
 
 /**
- * The names read lately, by their text as sent. A request's names are few and repeat from request to request
- * (its values are what changes): each is decoded and checked once. Bounded, since names are the client's to choose.
+ * A parameter's name as sent, read: decoded, or a 400 for an empty name or one with a control character. A
+ * request's names are few and repeat from request to request (its values are what changes): each is read once,
+ * and the last 1,024 are remembered.
  */
-const readNames = new Map<string, ReadName>();
-const NAMES_KEPT = 1024;
-
-/** A parameter's name as sent, read: decoded, or a 400 for an empty name or one with a control character. */
-function readName(rawName: string): ReadName {
-  let read = readNames.get(rawName);
-  if (read === undefined) {
-    const name = decode(rawName, rawName);
-    if (name === '') throw invalidParameter(rawName || '(empty name)', 'has no name');
-    // Named as sent (percent-encoded), so that the problem names it in printable text.
-    if (hasControlCharacter(name)) throw invalidParameter(rawName, 'must not contain a NUL or other control character in its name');
-    read = { name, inLinks: POSITION_PARAMS.has(name) ? undefined : encodeQueryComponent(name).length };
-    if (readNames.size >= NAMES_KEPT) readNames.clear();
-    readNames.set(rawName, read);
-  }
-  return read;
-}
+const readName = remembered(1024, (rawName: string): ReadName => {
+  const name = decode(rawName, rawName);
+  if (name === '') throw invalidParameter(rawName || '(empty name)', 'has no name');
+  // Named as sent (percent-encoded), so that the problem names it in printable text.
+  if (hasControlCharacter(name)) throw invalidParameter(rawName, 'must not contain a NUL or other control character in its name');
+  return { name, inLinks: POSITION_PARAMS.has(name) ? undefined : encodeQueryComponent(name).length };
+});
 
 /**
  * Parses a raw query string (without "?"). An empty value, a repeated name, bad percent-encoding,
@@ -132,8 +125,7 @@ export function parseInteger(name: string, value: string, min: number, max: numb
   const negative = value.startsWith('-') && min < 0;
   const digits = negative ? value.slice(1) : value;
   const number = /^\d{1,20}$/.test(digits) ? Number(negative ? `-${digits}` : digits) : Number.NaN;
-  if (!Number.isSafeInteger(number) || number < min || number > max)
-    throw invalidParameter(name, `must be an integer from ${min} to ${max}`);
+  if (!Number.isSafeInteger(number) || number < min || number > max) throw notAnIntegerIn(name, min, max);
   return number;
 }
 

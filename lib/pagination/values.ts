@@ -6,7 +6,7 @@ import { type Placeholder, type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { type ColumnType, qualifiedName } from '../catalog/model.ts';
 import type { ValueKind } from '../collections/kinds.ts';
-import { invalidParameter } from '../http/errors.ts';
+import { type ApiError, invalidParameter } from '../http/errors.ts';
 import { heldDay, isTimestampText, LAST_YEAR, parseTimestamp, printTimestamp, timestampSelection, timestampValue } from './timestamps.ts';
 
 /** What a field is, as the OpenAPI document describes it. integer: int4; int8: exact, never a JS number; timestamp: timestamptz. */
@@ -99,13 +99,14 @@ export interface TypeFacts {
  * text; anything else a 400 saying the range, the one wording of every integer parameter (docs/reference/api.md, "Parameters").
  */
 export function integerText(name: string, text: string, min: bigint, max: bigint): string {
-  if (!(min < 0n ? /^-?\d{1,20}$/ : /^\d{1,20}$/).test(text)) throw notInRange(name, min, max);
+  if (!(min < 0n ? /^-?\d{1,20}$/ : /^\d{1,20}$/).test(text)) throw notAnIntegerIn(name, min, max);
   const value = BigInt(text);
-  if (value < min || value > max) throw notInRange(name, min, max);
+  if (value < min || value > max) throw notAnIntegerIn(name, min, max);
   return String(value);
 }
 
-function notInRange(name: string, min: bigint, max: bigint) {
+/** The 400 of an integer parameter that is not one within [min, max]: the one wording of every integer parameter. */
+export function notAnIntegerIn(name: string, min: number | bigint, max: number | bigint): ApiError {
   return invalidParameter(name, `must be an integer from ${min} to ${max}`);
 }
 

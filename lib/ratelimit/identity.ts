@@ -4,6 +4,7 @@ import proxyaddr from 'proxy-addr';
 import { bearerToken, digest } from '../http/bearer.ts';
 import { invalidParameter } from '../http/errors.ts';
 import { peerIsProxy, type TrustProxy, trustFunction } from '../http/forwarding.ts';
+import { remembered } from '../http/remembered.ts';
 import { looksLikeJwt } from './tokens.ts';
 
 /** What the Authorization header says. Anything present but not a Bearer key (or a token, when tokens are on) is `malformed`. */
@@ -22,23 +23,11 @@ export const KEY_PATTERN = /^pck_[A-Za-z0-9_-]{32}$/;
 export const hashKey = digest;
 
 /**
- * The digests of the keys sent lately, by key: a client sends its key with every request, and its SHA-256 cost a
- * declined request a noticeable share of its work. Kept in this process only, as every request's header is while
- * it is served; bounded, since anyone may send keys of the right shape.
+ * hashKey of a key sent with a request, remembered for the last 10,000 keys sent: a client sends its key with
+ * every request, and its SHA-256 cost a declined request a noticeable share of its work. Kept in this process
+ * only, as every request's header is while it is served; bounded, since anyone may send keys of the right shape.
  */
-const keyDigests = new Map<string, Buffer>();
-const KEYS_REMEMBERED = 10_000;
-
-/** hashKey of a key sent with a request, remembered for the last few thousand keys seen. */
-function sentKeyHash(key: string): Buffer {
-  let hash = keyDigests.get(key);
-  if (hash === undefined) {
-    hash = hashKey(key);
-    if (keyDigests.size >= KEYS_REMEMBERED) keyDigests.clear();
-    keyDigests.set(key, hash);
-  }
-  return hash;
-}
+const sentKeyHash = remembered(10_000, hashKey);
 
 /** `Authorization: Bearer <key>`, or `Bearer <token>` when `tokens` (JWT verification is configured). */
 export function parseAuthorization(header: string | undefined, tokens = false): Credential {
@@ -66,21 +55,12 @@ function subjectOf(address: string): string | undefined {
   return `${groups.join(':')}::/64`;
 }
 
-// Reading an IPv6 address with ipaddr.js is a noticeable share of a request's work (an IPv4-mapped one is
-// what a dual-stack socket reports for every IPv4 client): each address is read once, and remembered.
-// Bounded: the addresses a trusted proxy forwards are the clients' to choose.
-const subjects = new Map<string, string | undefined>();
-const MAX_REMEMBERED = 10_000;
-
-/** subjectOf, remembered for the last few thousand addresses seen. */
-export function addressSubject(address: string): string | undefined {
-  const known = subjects.get(address);
-  if (known !== undefined || subjects.has(address)) return known;
-  const subject = subjectOf(address);
-  if (subjects.size >= MAX_REMEMBERED) subjects.clear();
-  subjects.set(address, subject);
-  return subject;
-}
+/**
+ * subjectOf, remembered for the last 10,000 addresses seen. Reading an IPv6 address with ipaddr.js is a
+ * noticeable share of a request's work (an IPv4-mapped one is what a dual-stack socket reports for every IPv4
+ * client); bounded, since the addresses a trusted proxy forwards are the clients' to choose.
+ */
+export const addressSubject: (address: string) => string | undefined = remembered(10_000, subjectOf);
 
 /**
  * The client's address (proxy-addr semantics): walking X-Forwarded-For from its right end, every
