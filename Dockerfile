@@ -14,4 +14,5 @@ EXPOSE 3000
 # /healthz answers while the process serves, without touching the database (docs/reference/api.md, "Health checks").
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # One process, which gets the runtime's SIGTERM itself: no npm, no shell in between (docs/how-to/load-balancer.md, "Running under a supervisor").
-CMD ["node", "server.ts"]
+# --max-semi-space-size: docs/reference/configuration.md, "Node.js flags".
+CMD ["node", "--max-semi-space-size=8", "server.ts"]

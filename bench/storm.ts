@@ -11,6 +11,7 @@ import postgres from 'postgres';
 import { runMigrations } from '../db/migrate.ts';
 import { migrateDemo } from '../demo/migrate.ts';
 import { stopProcess } from '../tests/helpers/processes.ts';
+import { runtimeCommand } from '../tests/helpers/servers.ts';
 import { sleep, waitFor } from '../tests/helpers/wait.ts';
 import { cpuBetween, postmasterOf, snapshot } from './cpu.ts';
 import { backendPids } from './measure.ts';
@@ -118,7 +119,8 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
     const logFile = path.join(logDir, 'server.log');
     if (!options.keepLog) resources.push(() => rm(logDir, { recursive: true, force: true }));
     const logFd = openSync(logFile, 'w');
-    const server = spawn(process.execPath, ['server.ts'], {
+    const [command, args] = runtimeCommand('node', 'server.ts');
+    const server = spawn(command, args, {
       cwd: options.dir,
       env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, COLLECTIONS: 'demo', PORT: String(port) },
       stdio: ['ignore', logFd, 'inherit'],

@@ -9,6 +9,7 @@ import t from 'tap';
 import { seedTable } from '../../demo/seed.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { freePort, stopProcess } from '../helpers/processes.ts';
+import { NODE_FLAGS } from '../helpers/servers.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -51,7 +52,7 @@ t.test('the Dockerfile: a glibc Node base, a non-root user, its one build step d
   t.match(dockerfile, /^FROM node:24-bookworm(-slim)?$/m, 'Debian (glibc), Node 24');
   t.match(dockerfile, /^USER node$/m, 'runs as the unprivileged node user');
   t.match(dockerfile, /^RUN .*sh \/src\/deploy\/install\.sh \/app node\b/m, 'built by the script this test runs');
-  t.same(execForm('CMD'), ['node', 'server.ts'], 'one process: no npm, no shell');
+  t.same(execForm('CMD'), ['node', ...NODE_FLAGS, 'server.ts'], 'one process: no npm, no shell; the flags the tests give it');
   t.equal(execForm('HEALTHCHECK').join(' ').includes('/healthz'), true, 'the health check asks /healthz');
 });
 

@@ -18,11 +18,17 @@ export type Runtime = 'node' | 'deno' | 'bun';
 /** Each runtime's entry of the service. */
 const entries: Record<Runtime, string> = { node: 'server.ts', deno: 'server.deno.ts', bun: 'server.bun.ts' };
 
+/**
+ * The flags Node runs the service with, as `npm start` and the image give them (package.json, Dockerfile): a young
+ * generation capped at 8 MB a semi-space (docs/reference/configuration.md, "Node.js flags").
+ */
+export const NODE_FLAGS = ['--max-semi-space-size=8'];
+
 /** The command that runs `entry` on `runtime`; Deno and Bun are the binaries their npm packages install. */
 export function runtimeCommand(runtime: Runtime, entry: string): [string, string[]] {
   if (runtime === 'deno') return [path.join(root, 'node_modules/.bin/deno'), ['run', '-A', entry]];
   if (runtime === 'bun') return [path.join(root, 'node_modules/.bin/bun'), [entry]];
-  return [process.execPath, [entry]];
+  return [process.execPath, [...NODE_FLAGS, entry]];
 }
 
 /** Starts the entry of `runtime` (Node's `server.ts` by default) on `port` and resolves once it listens; it is stopped at teardown. */

@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { NODE_FLAGS } from '../helpers/servers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const packageJson = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8'));
@@ -24,11 +25,11 @@ t.test('engines names Node.js 24, the node package brings a 24, and this suite r
   t.notOk('tsx' in { ...packageJson.dependencies, ...packageJson.devDependencies }, 'no transpiler: Node strips the types itself');
 });
 
-t.test('start, test, bench and seed check the Node first; start runs node server.ts itself', async (t) => {
+t.test('start, test, bench and seed check the Node first; start runs node server.ts, flagged', async (t) => {
   for (const script of ['start', 'test', 'bench', 'seed']) {
     t.equal(packageJson.scripts[`pre${script}`], 'node scripts/supported-node.cjs', `pre${script} checks the Node`);
   }
-  t.equal(packageJson.scripts.start, 'exec node server.ts', 'npm start is node server.ts, no loader');
+  t.equal(packageJson.scripts.start, `exec node ${NODE_FLAGS.join(' ')} server.ts`, 'npm start is node server.ts, no loader');
 });
 
 t.test('the check passes on Node 24 and later, silently', async (t) => {
