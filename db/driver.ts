@@ -26,6 +26,8 @@ interface QueryInternals {
    * tell a running statement from one still to run.
    */
   active: boolean;
+  /** The patch's hook, null until filled: called by the connection where it sets `active` to true (patches/README.md). */
+  onactive: (() => void) | null;
 }
 
 /** What the patch's `sql.poolStats()` tells of a pool (patches/README.md, "the pool's state"). */
@@ -74,22 +76,17 @@ export function takeCanceller(query: object): (() => Promise<void>) | undefined 
 
 /**
  * Calls `started` once, when the query's connection marks it active: the statement is then PostgreSQL's to run,
- * past the wait for a connection and for the statements pipelined before it. The field keeps working for
- * postgres.js, which reads and writes it.
+ * past the wait for a connection and for the statements pipelined before it. Through the patch's `onactive` slot,
+ * which every Query has from its constructor: redefining `active` as an accessor on the query instead would turn
+ * each budgeted query into a dictionary-mode object, slowing every field postgres.js reads of it.
  */
 export function whenRunning(query: object, started: () => void): void {
-  let active = internals(query).active;
   let told = false;
-  Object.defineProperty(query, 'active', {
-    configurable: true,
-    get: () => active,
-    set: (value: boolean) => {
-      active = value;
-      if (!value || told) return;
-      told = true;
-      started();
-    },
-  });
+  internals(query).onactive = () => {
+    if (told) return;
+    told = true;
+    started();
+  };
 }
 
 /**
