@@ -93,7 +93,11 @@ t.test('the active hook: once, when the statement is the one its connection runs
   t.equal((await rows)[0]!.pid, backendPid(second), 'the second is answered with the hook in place');
   t.equal(runs.length, 1, 'the hook ran once');
   const active = Object.getOwnPropertyDescriptor(second, 'active');
-  t.same(active, { value: false, writable: true, enumerable: true, configurable: true }, "the query's own `active` field stays a plain field");
+  t.same(
+    active,
+    { value: false, writable: true, enumerable: true, configurable: true },
+    "the query's own `active` field stays a plain field",
+  );
 });
 
 t.test("the patch's pool state", async (t) => {
