@@ -21,12 +21,10 @@ interface QueryInternals {
    */
   canceller: ((query: QueryInternals) => Promise<void>) | null;
   /**
-   * Set by the connection when the statement becomes the one it runs (at once on an idle connection, once
-   * those pipelined before it answered otherwise), cleared when the query settles. postgres.js reads it to
-   * tell a running statement from one still to run.
+   * The patch's hook, null until filled: called by the connection where it sets the query's `active` to true, when
+   * the statement becomes the one it runs (at once on an idle connection, once those pipelined before it answered
+   * otherwise; patches/README.md).
    */
-  active: boolean;
-  /** The patch's hook, null until filled: called by the connection where it sets `active` to true (patches/README.md). */
   onactive: (() => void) | null;
 }
 
