@@ -1,7 +1,7 @@
 // postgres.js's private fields, as db/driver.ts reads them, on a real server: a query's backend pid, the canceller
-// that cancels its running statement, the `active` hook that tells when the statement runs, the patch's pool
-// state and its hook on opened connections, and the pin to postgres.js 3.4.9 with its patch. A release that moves
-// any of them fails here. Host lists and target_session_attrs: tests/db/host-list.test.ts.
+// that cancels its running statement, the `onactive` hook that tells when the statement runs, the patch's pool
+// state, its hook on opened connections and its statement signatures, and the pin to postgres.js 3.4.9 with its
+// patch. A release that moves any of them fails here. Host lists and target_session_attrs: tests/db/host-list.test.ts.
 import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -19,7 +19,7 @@ import {
   whenRunning,
 } from '../../db/driver.ts';
 import { hostName, parsePostgresUrl } from '../../db/url.ts';
-import { scratchSession, serverUrl } from '../helpers/db.ts';
+import { scratchSession, serverUrl, withSession } from '../helpers/db.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const patch = pathToFileURL(path.join(root, `patches/postgres+${DRIVER_VERSION}.patch`));
@@ -191,6 +191,27 @@ t.test('a query after one that failed mid-stream gets its own rows, from the fir
     rows.map((row) => row.x),
     [1, 2, 3, 4, 5],
   );
+});
+
+t.test("the patch's signatures: one named statement per text and types, however often it runs, and again after a reconnect", async (t) => {
+  const sql = scratchSession(t, serverUrl());
+  const text = 'select $1 as v';
+  // Run as lib/pagination/statement.ts runs a shape's named statement.
+  const value = async (parameter: unknown) => (await sql.unsafe(text, [parameter as number], { prepare: true }))[0]!.v as unknown;
+  const prepared = async () => (await sql`select count(*)::int as n from pg_prepared_statements where statement = ${text}`)[0]!.n as number;
+  // A number is sent untyped (PostgreSQL reads it as text); a boolean as bool: one text, two signatures.
+  for (let i = 0; i < 3; i++) {
+    t.equal(await value(i), String(i), 'the untyped parameter comes back as text');
+    t.equal(await value(i % 2 === 0), i % 2 === 0, 'the boolean comes back as a boolean, not as the text statement would give it');
+  }
+  t.equal(await prepared(), 2, 'one named statement for each of the two signatures, made once');
+
+  const pid = (await sql<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid;
+  await withSession(serverUrl(), (other) => other`select pg_terminate_backend(${pid})`);
+  await sql`select 1`.catch(() => undefined); // the statement that finds the connection gone
+  t.equal(await value(true), true, 'after the reconnect, each statement is prepared again on the new connection');
+  t.equal(await value(7), '7');
+  t.equal(await prepared(), 2, 'the new connection holds its own two');
 });
 
 t.test("the patch's reading of messages: many in one read, and one across many reads, each whole and in order", async (t) => {
