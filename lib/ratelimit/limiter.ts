@@ -220,15 +220,21 @@ export function databaseLimiter(
     return count;
   }
 
+  /**
+   * Whether the current connection may take a statement. Nothing more goes to a server that refused one as
+   * read-only: its connection is renewed once the statements on it have settled (each is refused too, and may
+   * be sent again on the fresh one).
+   */
+  function writable(): boolean {
+    if (readOnly === undefined) return true;
+    if (readOnly === own.sql && onCurrentConnection() > 0) return false;
+    if (readOnly === own.sql) own.renew(readOnly);
+    readOnly = undefined;
+    return true;
+  }
+
   function schedule(): void {
-    if (scheduled) return;
-    if (readOnly !== undefined) {
-      // Nothing more goes to a server that refused a statement as read-only: its connection is renewed once the
-      // statements on it have settled (each is refused too, and may be sent again on the fresh one).
-      if (readOnly === own.sql && onCurrentConnection() > 0) return;
-      if (readOnly === own.sql) own.renew(readOnly);
-      readOnly = undefined;
-    }
+    if (scheduled || !writable()) return;
     const sending = onCurrentConnection();
     // Releases alone wait for the statement in flight: a decision may come meanwhile to carry them.
     if (sending >= (collecting !== undefined && collecting.decisions.length === 0 ? 1 : depth)) return;
@@ -311,6 +317,9 @@ export function databaseLimiter(
 
   function flush(): void {
     scheduled = false;
+    // A refusal read after this flush was scheduled (in the same turn of the event loop) holds the batch back
+    // until the refusing connection is renewed: sent on it, the decisions sent again would be refused twice.
+    if (!writable()) return;
     const batch = collecting ?? { decisions: [], releases: [], timer: undefined, statement: undefined, done: false };
     collecting = undefined;
     const decisions: PendingDecision[] = [];
