@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { alive } from '../../db/embedded.ts';
 import { testDatabase } from '../helpers/db.ts';
-import { freePort, stopProcess } from '../helpers/processes.ts';
+import { childEnv, freePort, stopProcess } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -24,7 +24,7 @@ interface Command {
 function command(cwd: string, args: string[], env: Record<string, string>): Command {
   const child = spawn('npm', args, {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env },
+    env: childEnv({ HOME: process.env.HOME ?? '/root', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { Sql } from 'postgres';
 import t from 'tap';
 import { scratchSession, serverUrl, urlFor } from '../helpers/db.ts';
-import { freePort } from '../helpers/processes.ts';
+import { childEnv, freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 
 const ROWS = 47;
@@ -92,7 +92,7 @@ t.test('with a limiter database of its own, the service serves a team table thro
   // Without a limiter database, the service's state would go on the data database, where the role may create nothing.
   const alone = spawn(process.execPath, ['server.ts'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', PORT: String(await freePort()), DATABASE_URL: readerUrl.toString(), COLLECTIONS: file },
+    env: childEnv({ PORT: String(await freePort()), DATABASE_URL: readerUrl.toString(), COLLECTIONS: file }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { parseCollectionsFile } from '../../lib/collections/parse.ts';
 import { scratchDatabase, scratchSession } from '../helpers/db.ts';
-import { freePort } from '../helpers/processes.ts';
+import { childEnv, freePort } from '../helpers/processes.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const PAGE = 'docs/how-to/many-customers.md';
@@ -199,7 +199,7 @@ t.test('every command of the page runs as written and prints what the page shows
   // Its own process group, so that the service the page starts in the background goes with it, whatever happens.
   const shell = spawn('bash', ['-c', script], {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: home, DATABASE_URL: database.url, PORT: String(port) },
+    env: childEnv({ HOME: home, DATABASE_URL: database.url, PORT: String(port) }),
     detached: true,
   });
   const stopGroup = (signal: NodeJS.Signals) => {

@@ -1,6 +1,7 @@
 // `npm run collections -- …` (scripts/collections.ts) run as the operator runs it: a child process of its own.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { childEnv } from './processes.ts';
 
 const SCRIPT = fileURLToPath(new URL('../../scripts/collections.ts', import.meta.url));
 
@@ -13,7 +14,7 @@ export interface Run {
 /** The script with `args`, in `cwd`, with only PATH and `env` in its environment (no DATABASE_URL nor COLLECTIONS of ours). */
 export function runCollections(args: readonly string[], env: Record<string, string>, cwd: string): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SCRIPT, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env } });
+    const child = spawn(process.execPath, [SCRIPT, ...args], { cwd, env: childEnv(env) });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

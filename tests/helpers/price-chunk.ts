@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Sql } from 'postgres';
-import { freePort, stopProcess } from './processes.ts';
+import { childEnv, freePort, stopProcess } from './processes.ts';
 import { waitFor } from './wait.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -20,7 +20,7 @@ export async function startBenchServer(
   const port = await freePort();
   const server = spawn(process.execPath, [entry], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) },
+    env: childEnv({ ...env, PORT: String(port) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

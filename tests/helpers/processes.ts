@@ -5,6 +5,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { alive, portIsFree } from '../../db/embedded.ts';
 
+/**
+ * The environment of a child process a test starts: PATH, the suite's compile cache (NODE_COMPILE_CACHE, set by
+ * `npm test`: each process would otherwise strip and compile the same TypeScript again), and `env`; nothing
+ * else of the test's own, so that each test says what its child sees.
+ */
+export function childEnv(env: Record<string, string> = {}): Record<string, string> {
+  const cache = process.env.NODE_COMPILE_CACHE;
+  return { PATH: process.env.PATH ?? '', ...(cache === undefined ? {} : { NODE_COMPILE_CACHE: cache }), ...env };
+}
+
 export interface PortRange {
   readonly first: number;
   readonly last: number;

@@ -2,7 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stopProcess } from './processes.ts';
+import { childEnv, stopProcess } from './processes.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -43,7 +43,7 @@ export async function startServer(
     cwd: root,
     // HOME: Deno keeps its cache under it. NO_COLOR: plain output to read.
     // COLLECTIONS=demo: the tests' servers serve the demo unless a test names a file (or '' for none).
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', COLLECTIONS: 'demo', ...env, PORT: String(port) },
+    env: childEnv({ HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1', COLLECTIONS: 'demo', ...env, PORT: String(port) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

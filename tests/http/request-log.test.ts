@@ -12,7 +12,7 @@ import { makeScratch, registryAhead } from '../helpers/collections.ts';
 import { lockWaiters, testDatabase } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';
 import { type LogLine, logLines } from '../helpers/logs.ts';
-import { freePort, stopProcess } from '../helpers/processes.ts';
+import { childEnv, freePort, stopProcess } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /** A logger at `level` whose output the test reads back, raw and parsed. */
@@ -233,7 +233,7 @@ t.test('pretty lines on a terminal: a process whose stdout is a terminal reads t
   // reloads the service's collections, so script's end alone would leave the server running).
   const child = spawn('script', ['-qfec', `exec ${process.execPath} server.ts`, '/dev/null'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, COLLECTIONS: 'demo', PORT: String(port), NO_COLOR: '1' },
+    env: childEnv({ DATABASE_URL: db.url, COLLECTIONS: 'demo', PORT: String(port), NO_COLOR: '1' }),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let output = '';

@@ -12,7 +12,7 @@ import { runMigrations } from '../../db/migrate.ts';
 import { migrateDemo } from '../../demo/migrate.ts';
 import { defaultSizes } from '../../demo/seed.ts';
 import { scratchDatabase, scratchSession, serverUrl, testDatabase, withSession } from '../helpers/db.ts';
-import { freePort, stopProcess } from '../helpers/processes.ts';
+import { childEnv, freePort, stopProcess } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -31,7 +31,7 @@ function rawRequest(port: number, text: string): Promise<string> {
 t.test('a bad configuration value stops start-up with one line naming it', async (t) => {
   const child = spawn(process.execPath, ['server.ts'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', PORT: 'eighty' },
+    env: childEnv({ PORT: 'eighty' }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -69,7 +69,7 @@ t.test('a port in use stops start-up with one line, not a stack trace', async (t
   const port = (taken.address() as AddressInfo).port;
   const child = spawn(process.execPath, ['server.ts'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', PORT: String(port), DATABASE_URL: db.url, COLLECTIONS: 'demo' },
+    env: childEnv({ PORT: String(port), DATABASE_URL: db.url, COLLECTIONS: 'demo' }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -161,7 +161,7 @@ t.test('two instances starting at once on one fresh database migrate and seed it
 async function failedStart(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const child = spawn(process.execPath, ['server.ts'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', PORT: String(await freePort()), ...env },
+    env: childEnv({ PORT: String(await freePort()), ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

@@ -8,7 +8,7 @@ import t from 'tap';
 import { databaseIdentity } from '../../db/identity.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { scratchSession, testDatabase } from '../helpers/db.ts';
-import { freePort } from '../helpers/processes.ts';
+import { childEnv, freePort } from '../helpers/processes.ts';
 import { startServer } from '../helpers/servers.ts';
 
 const data = await testDatabase(t);
@@ -104,7 +104,7 @@ t.test('one database named twice, by two spellings of its host, is refused in on
   const port = await freePort();
   const child = spawn(process.execPath, ['server.ts'], {
     cwd: new URL('../..', import.meta.url),
-    env: { PATH: process.env.PATH ?? '', COLLECTIONS: 'demo', ...env(list), PORT: String(port) },
+    env: childEnv({ COLLECTIONS: 'demo', ...env(list), PORT: String(port) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
