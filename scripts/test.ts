@@ -30,7 +30,7 @@ if (!process.env.DATABASE_URL) {
 const drizzleFormat = fileURLToPath(new URL('../tests/helpers/drizzle-format.mjs', import.meta.url));
 // Every one of them, and each server a test starts (tests/helpers/processes.ts, childEnv), shares one compile
 // cache: the suite starts some hundreds of Node processes over the same TypeScript, and each would strip and
-// compile it again (about half a server's start-up CPU). Node checks each entry against its file's content.
+// compile it again. Node checks each entry against its file's content.
 const env = {
   ...process.env,
   NODE_COMPILE_CACHE:

@@ -11,7 +11,7 @@ export interface Run {
   readonly stderr: string;
 }
 
-/** The script with `args`, in `cwd`, with only PATH and `env` in its environment (no DATABASE_URL nor COLLECTIONS of ours). */
+/** The script with `args`, in `cwd`, with only PATH, the suite's compile cache and `env` in its environment (childEnv: no DATABASE_URL nor COLLECTIONS of ours). */
 export function runCollections(args: readonly string[], env: Record<string, string>, cwd: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [SCRIPT, ...args], { cwd, env: childEnv(env) });

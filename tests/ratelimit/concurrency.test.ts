@@ -26,7 +26,7 @@ const lockRow = (t: { teardown(fn: () => unknown): void }, url: string, subject:
 t.test('over the cap: 429 Concurrency_limit_exceeded, nothing charged; leases released after', async (t) => {
   const api = await testApp(t, { rateLimit: true });
   // An allowance whose budget of PostgreSQL time (lib/ratelimit/budget.ts) outlasts the lock below however
-  // busy the machine: with 100 units the two requests held behind it were once cut short (429) on a loaded one.
+  // busy the machine: with a small one, the two requests held behind it are cut short (a 429) when it is busy.
   await setTier(api.database.sql, 'anonymous', { allowance: 100_000, windowSeconds: 60, concurrency: 2 });
   // Hold the products table so that admitted requests stay in flight.
   const products = await holdLock(t, api.database.url, (sql) => sql`lock table demo.products in access exclusive mode`);

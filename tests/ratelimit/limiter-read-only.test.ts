@@ -4,7 +4,7 @@
 import type { Sql } from 'postgres';
 import t from 'tap';
 import type { OwnConnection } from '../../db/client.ts';
-import { databaseLimiter } from '../../lib/ratelimit/limiter.ts';
+import { type Decision, databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { scratchSession, testDatabase } from '../helpers/db.ts';
 import { chargedUnits } from '../helpers/limiter.ts';
 
@@ -33,26 +33,31 @@ t.test('a decision is sent again on a fresh connection, even when the next state
       if (stale === opened.at(-1)) opened.push(scratchSession(t, database.url, { fetch_types: false }));
     },
   };
-  let statements = 0;
-  let second: Promise<unknown> | undefined;
-  const limiter = databaseLimiter(connection, 0, 10_000, () => {
-    statements++;
-    if (statements !== 1) return;
-    // Two turns on, the first statement is on the wire. A second decision is asked for in the next turn's
-    // timers, before the refusal, which arrives while the loop is held, is read in the same turn: its
-    // statement is then due to go, in that turn, on the connection that refused the first.
-    setImmediate(() =>
-      setImmediate(() => {
-        setTimeout(() => {
-          second = limiter.decide(anonymous('192.0.2.2'));
-        }, 0);
-        hold(200);
-      }),
-    );
-  });
-  const first = await limiter.decide(anonymous('192.0.2.1'));
-  t.equal(first.outcome, 'ok', 'the first decision, refused as read-only, is made on the fresh connection');
-  t.equal(((await second) as { outcome: string }).outcome, 'ok', 'and so is the second');
+  // The limiter's table held locked by a session that the server ends 700 ms after it took the lock: the first
+  // decision's statement waits on the wire until then, and is refused then, by the server's clock alone.
+  const holder = scratchSession(t, database.url, { connection: { idle_in_transaction_session_timeout: 700 } });
+  await holder`begin`;
+  await holder`lock table paginated_collections.rate_windows in access exclusive mode`;
+  /** For each statement sent, whether it went on the demoted connection. */
+  const onDemoted: boolean[] = [];
+  const limiter = databaseLimiter(connection, 0, 10_000, () => onDemoted.push(connection.sql === demoted));
+  const first = limiter.decide(anonymous('192.0.2.1'));
+  first.catch(() => {}); // awaited below
+  // While it waits, a second decision is asked for, and the loop is held past the refusal's arrival: the next
+  // turn reads the refusal, and then the second decision's statement, already due, goes.
+  let second!: Promise<Decision>;
+  await new Promise<void>((resolve) =>
+    setTimeout(() => {
+      second = limiter.decide(anonymous('192.0.2.2'));
+      hold(1_500);
+      resolve();
+    }, 200),
+  );
+  t.equal((await first).outcome, 'ok', 'the first decision, refused as read-only, is made on the fresh connection');
+  t.equal((await second).outcome, 'ok', 'and so is the second');
+  // The race was met: had the second decision gone out before the refusal was read, it would have been a second
+  // statement on the demoted connection.
+  t.same(onDemoted, [true, false], 'one statement on the demoted connection, then one with both decisions on the fresh one');
   t.equal(opened.length, 2, 'the connection was renewed once');
   t.equal(await chargedUnits(database.sql), 2, 'each decision charged once');
 });
