@@ -2,7 +2,7 @@
 // one deadline per batch).
 import type { PendingQuery, Row, Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
-import { awaitingConnection } from '../../db/driver.ts';
+import { awaitingConnection, writeAtOnce } from '../../db/driver.ts';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { answeredInTime } from '../http/deadline.ts';
 import { isDatabaseUnavailable, isReadOnlyRefusal, isRefusedByServer, unavailable } from '../http/errors.ts';
@@ -340,7 +340,10 @@ export function databaseLimiter(
       return;
     }
     const sql = own.sql;
-    batch.statement = { sql, query: send(sql, decisions, releases) };
+    const query = send(sql, decisions, releases);
+    // Sent from a setImmediate callback: written now, not a turn of the event loop later.
+    writeAtOnce(query);
+    batch.statement = { sql, query };
     onStatement?.(decisions.length);
     inFlight.add(batch);
     answeredInTime(own, sql, batch.statement.query)
