@@ -26,11 +26,6 @@ interface QueryInternals {
    * otherwise; patches/README.md).
    */
   onactive: (() => void) | null;
-  /**
-   * The patch's flag, false from the constructor: true, the connection writes the query to its socket as soon as it
-   * is handed it, rather than at its next setImmediate (patches/README.md, "Writes at once").
-   */
-  writeNow: boolean;
 }
 
 /** What the patch's `sql.poolStats()` tells of a pool (patches/README.md, "the pool's state"). */
@@ -90,16 +85,6 @@ export function whenRunning(query: object, started: () => void): void {
     told = true;
     started();
   };
-}
-
-/**
- * Has the connection the query is handed to write it at once, rather than at the next setImmediate, where
- * postgres.js gathers what a turn of the event loop writes: a statement sent from a setImmediate callback (a
- * batch of the limiter's, a coalesced read) would otherwise wait for the next turn, behind everything that
- * turn's poll reads (a storm's requests, say).
- */
-export function writeAtOnce(query: object): void {
-  internals(query).writeNow = true;
 }
 
 /**

@@ -2,7 +2,7 @@
 // one deadline per batch).
 import type { PendingQuery, Row, Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
-import { awaitingConnection, writeAtOnce } from '../../db/driver.ts';
+import { awaitingConnection } from '../../db/driver.ts';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { answeredInTime } from '../http/deadline.ts';
 import { isDatabaseUnavailable, isReadOnlyRefusal, isRefusedByServer, unavailable } from '../http/errors.ts';
@@ -340,10 +340,7 @@ export function databaseLimiter(
       return;
     }
     const sql = own.sql;
-    const query = send(sql, decisions, releases);
-    // Sent from a setImmediate callback: written now, not a turn of the event loop later.
-    writeAtOnce(query);
-    batch.statement = { sql, query };
+    batch.statement = { sql, query: send(sql, decisions, releases) };
     onStatement?.(decisions.length);
     inFlight.add(batch);
     answeredInTime(own, sql, batch.statement.query)

@@ -10,11 +10,10 @@ import ts from 'typescript';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
- * Names that only postgres.js's insides use here (Query's canceller, the patch's onactive slot, writeNow flag and
- * sql.poolStats):
+ * Names that only postgres.js's insides use here (Query's canceller, the patch's onactive slot and sql.poolStats):
  * touched anyhow, they are found.
  */
-const DRIVER_ONLY = new Set(['canceller', 'onactive', 'writeNow', 'poolStats']);
+const DRIVER_ONLY = new Set(['canceller', 'onactive', 'poolStats']);
 /**
  * Names that are common words (Query's and a result's `state`, a Query's `active`): found where they are reached
  * past the types, as postgres.js's public types declare neither: read off a type assertion (`(query as
@@ -118,7 +117,6 @@ t.test('the scan finds the forms the driver was reached in, and not SQL or field
     'const cancelKey = (result as unknown as { state: { pid: number } }).state;',
     "if (query['active']) wait();",
     'query.onactive = started;',
-    '(query as { writeNow: boolean }).writeNow = true;',
   ].join('\n');
   t.same(
     touches('sample.ts', sample).map((touch) => [touch.field, touch.line]),
@@ -136,8 +134,6 @@ t.test('the scan finds the forms the driver was reached in, and not SQL or field
       ['state', 9],
       ['active', 10],
       ['onactive', 11],
-      ['writeNow', 12],
-      ['writeNow', 12],
     ],
   );
   const innocent = [

@@ -1,6 +1,6 @@
 // postgres.js's private fields, as db/driver.ts reads them, on a real server: a query's backend pid, the canceller
 // that cancels its running statement, the `onactive` hook that tells when the statement runs, the patch's pool
-// state, its hook on opened connections, its writes at once and its statement signatures, and the pin to postgres.js 3.4.9 with its
+// state, its hook on opened connections and its statement signatures, and the pin to postgres.js 3.4.9 with its
 // patch. A release that moves any of them fails here. Host lists and target_session_attrs: tests/db/host-list.test.ts.
 import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,7 +17,6 @@ import {
   poolStatsOf,
   takeCanceller,
   whenRunning,
-  writeAtOnce,
 } from '../../db/driver.ts';
 import { hostName, parsePostgresUrl } from '../../db/url.ts';
 import { scratchSession, serverUrl, withSession } from '../helpers/db.ts';
@@ -133,39 +132,6 @@ t.test("the patch's hook on opened connections: each connection's host:port, bef
   t.equal(await told, 1, 'told when the connection opened, before the statement ran');
   await Promise.all([sql`select pg_sleep(0.05)`, sql`select pg_sleep(0.05)`]);
   t.same(opened, [host, host], 'once per connection opened, naming its host');
-});
-
-/**
- * The milliseconds by the server's clock between a query sent from a setImmediate callback (written at once
- * when `now`) and one sent after the next callback of the same turn held the event loop for `holdMs`: about
- * `holdMs` when the first was on the wire during the hold, nearly nothing when its write waited for the next turn.
- */
-function gapAfterHold(sql: postgres.Sql, now: boolean, holdMs: number): Promise<number> {
-  const clock = () => sql<{ ms: number }[]>`select extract(epoch from clock_timestamp())::float8 * 1000 as ms`;
-  return new Promise((resolve, reject) => {
-    let first: Promise<number> | undefined;
-    setImmediate(() => {
-      const query = clock();
-      if (now) writeAtOnce(query);
-      first = query.then(([row]) => row!.ms);
-    });
-    // The next callback of the same turn: postgres.js's own write, set for the turn after, has not run yet.
-    setImmediate(() => {
-      const end = performance.now() + holdMs;
-      while (performance.now() < end) {}
-      Promise.all([first!, clock().then(([row]) => row!.ms)]).then(([a, b]) => resolve(b - a), reject);
-    });
-  });
-}
-
-t.test("the patch's writes at once: a query sent from a setImmediate callback is on the wire before the turn ends", async (t) => {
-  const sql = scratchSession(t, serverUrl());
-  await sql`select 1`;
-  const held = 300;
-  const atOnce = await gapAfterHold(sql, true, held);
-  t.ok(atOnce >= held * 0.8, `written at once, it ran while the loop was held: ${atOnce.toFixed(1)} ms before the next`);
-  const deferred = await gapAfterHold(sql, false, held);
-  t.ok(deferred < held * 0.5, `otherwise written a turn later, after the hold: ${deferred.toFixed(1)} ms before the next`);
 });
 
 t.test('the pin: postgres.js 3.4.9 with the patch, and nothing else', async (t) => {
