@@ -110,6 +110,20 @@ export function poolStatsOf(sql: Sql): (() => PoolStats) | undefined {
 }
 
 /**
+ * Has each connection of `sql`'s pool write what it was handed in the current callback as soon as the callback has
+ * handed it, rather than at the pool's next setImmediate (patches/README.md, "Writes when handed"). A statement sent
+ * from a setImmediate callback (a batch of the rate limiter's, the reads the coalescer gathered in a turn) would
+ * otherwise go out in the next turn of the event loop, behind everything that turn's poll reads: under load, other
+ * requests. postgres.js hands a query to a connection one microtask after `then` is called on it (Query's
+ * `handle`), so the writes are queued as a microtask after that: call this after the statements were sent, and
+ * each connection writes them all at once. A query still waiting for a connection is written once it has one.
+ */
+export function writeWhenHanded(sql: Sql): void {
+  const writePending = (sql as Sql & { writePending?: () => void }).writePending;
+  if (writePending !== undefined) queueMicrotask(writePending);
+}
+
+/**
  * Throws unless the postgres.js that `entry` (the module `import 'postgres'` resolves to) belongs to is
  * DRIVER_VERSION with `patch` applied: every line the patch adds to the files beside `entry` (the copy this
  * runtime loads: src/ for Node, Deno and Bun) is in them.

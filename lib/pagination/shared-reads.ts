@@ -1,6 +1,7 @@
 // The read coalescer: identical reads asked for in the same turn of the event loop share one statement, each
 // request told its time (docs/explanation/queries.md, "Identical reads share a statement").
 import type { Database, StatementBudget } from '../../db/client.ts';
+import { writeWhenHanded } from '../../db/driver.ts';
 import type { Shape } from './shapes.ts';
 import { Cancelled, type Read, sendStatement } from './statement.ts';
 
@@ -22,6 +23,30 @@ interface Sharing {
  */
 const unsentByPool = new WeakMap<Database['sql'], Map<Shape, Map<string, Unsent>>>();
 
+/** The reads asked for in this turn of the event loop, each a function that sends it and names its pool. */
+let turn: (() => Database['sql'])[] | undefined;
+
+/**
+ * Has `send` called at the end of this turn (setImmediate), with the turn's other reads, and then has each pool
+ * they went to write them at once (writeWhenHanded): postgres.js would write them at its own next setImmediate,
+ * in the next turn, behind whatever that turn's poll reads. All of a turn's reads are sent in one callback, so a
+ * connection handed several writes them in one write.
+ */
+function sendAtTurnEnd(send: () => Database['sql']): void {
+  if (turn !== undefined) {
+    turn.push(send);
+    return;
+  }
+  turn = [send];
+  setImmediate(() => {
+    const sends = turn!;
+    turn = undefined;
+    const pools = new Set<Database['sql']>();
+    for (const sendOne of sends) pools.add(sendOne());
+    for (const sql of pools) writeWhenHanded(sql);
+  });
+}
+
 /** The rows of reads that more than one request shared: what is made of them once may serve each of those requests. */
 const sharedRows = new WeakSet<readonly unknown[][]>();
 
@@ -35,7 +60,7 @@ export function readByMany(rows: readonly unknown[][]): boolean {
  * The rows are shared and must not be changed.
  *
  * Identical reads asked for in the same turn of the event loop share one statement: a read is sent at the
- * end of the turn it was first asked for in (setImmediate), and until then the same shape with the same
+ * end of the turn it was first asked for in (setImmediate, sendAtTurnEnd), and until then the same shape with the same
  * values joins it. Requests that a limiter's decision let through together, or that arrived together, ask
  * for the same chunk together; each would otherwise have PostgreSQL read and send the same rows. Sent
  * after every request that joins it arrived, the statement sees what each of them would have seen alone
@@ -71,10 +96,15 @@ export function runShape(
   const sharing = { by: 1 };
   const shapes = pool;
   const read = new Promise<Read>((resolve, reject) => {
-    setImmediate(() => {
+    sendAtTurnEnd(() => {
       unsent.delete(key);
       if (unsent.size === 0) shapes.delete(shape);
-      sendStatement(database, shape, params, budgets).then(resolve, reject);
+      try {
+        sendStatement(database, shape, params, budgets).then(resolve, reject);
+      } catch (error) {
+        reject(error);
+      }
+      return database.sql;
     });
   });
   unsent.set(key, { read, budgets, sharing });

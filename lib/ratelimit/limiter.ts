@@ -2,7 +2,7 @@
 // one deadline per batch).
 import type { PendingQuery, Row, Sql } from 'postgres';
 import type { OwnConnection } from '../../db/client.ts';
-import { awaitingConnection } from '../../db/driver.ts';
+import { awaitingConnection, writeWhenHanded } from '../../db/driver.ts';
 import { SERVICE_SCHEMA } from '../../db/service-schema.ts';
 import { answeredInTime } from '../http/deadline.ts';
 import { isDatabaseUnavailable, isReadOnlyRefusal, isRefusedByServer, unavailable } from '../http/errors.ts';
@@ -239,7 +239,13 @@ export function databaseLimiter(
     // Releases alone wait for the statement in flight: a decision may come meanwhile to carry them.
     if (sending >= (collecting !== undefined && collecting.decisions.length === 0 ? 1 : depth)) return;
     scheduled = true;
-    setImmediate(flush);
+    setImmediate(flushAtOnce);
+  }
+
+  /** Sends the batch, written when handed (writeWhenHanded): not a turn later, behind what the next poll reads. */
+  function flushAtOnce(): void {
+    flush();
+    writeWhenHanded(own.sql);
   }
 
   /** The batch being collected, begun (and its timer set for its first caller's deadline) if need be. */

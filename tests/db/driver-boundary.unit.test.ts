@@ -10,10 +10,10 @@ import ts from 'typescript';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
- * Names that only postgres.js's insides use here (Query's canceller, the patch's onactive slot and sql.poolStats):
- * touched anyhow, they are found.
+ * Names that only postgres.js's insides use here (Query's canceller, the patch's onactive slot, sql.poolStats and
+ * sql.writePending): touched anyhow, they are found.
  */
-const DRIVER_ONLY = new Set(['canceller', 'onactive', 'poolStats']);
+const DRIVER_ONLY = new Set(['canceller', 'onactive', 'poolStats', 'writePending']);
 /**
  * Names that are common words (Query's and a result's `state`, a Query's `active`): found where they are reached
  * past the types, as postgres.js's public types declare neither: read off a type assertion (`(query as
@@ -117,6 +117,7 @@ t.test('the scan finds the forms the driver was reached in, and not SQL or field
     'const cancelKey = (result as unknown as { state: { pid: number } }).state;',
     "if (query['active']) wait();",
     'query.onactive = started;',
+    'queueMicrotask((sql as Sql & { writePending: () => void }).writePending);',
   ].join('\n');
   t.same(
     touches('sample.ts', sample).map((touch) => [touch.field, touch.line]),
@@ -134,6 +135,8 @@ t.test('the scan finds the forms the driver was reached in, and not SQL or field
       ['state', 9],
       ['active', 10],
       ['onactive', 11],
+      ['writePending', 12],
+      ['writePending', 12],
     ],
   );
   const innocent = [

@@ -1,6 +1,6 @@
 // postgres.js's private fields, as db/driver.ts reads them, on a real server: a query's backend pid, the canceller
 // that cancels its running statement, the `onactive` hook that tells when the statement runs, the patch's pool
-// state, its hook on opened connections and its statement signatures, and the pin to postgres.js 3.4.9 with its
+// state, its hook on opened connections, its writes when handed and its statement signatures, and the pin to postgres.js 3.4.9 with its
 // patch. A release that moves any of them fails here. Host lists and target_session_attrs: tests/db/host-list.test.ts.
 import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,6 +17,7 @@ import {
   poolStatsOf,
   takeCanceller,
   whenRunning,
+  writeWhenHanded,
 } from '../../db/driver.ts';
 import { hostName, parsePostgresUrl } from '../../db/url.ts';
 import { scratchSession, serverUrl, withSession } from '../helpers/db.ts';
@@ -132,6 +133,52 @@ t.test("the patch's hook on opened connections: each connection's host:port, bef
   t.equal(await told, 1, 'told when the connection opened, before the statement ran');
   await Promise.all([sql`select pg_sleep(0.05)`, sql`select pg_sleep(0.05)`]);
   t.same(opened, [host, host], 'once per connection opened, naming its host');
+});
+
+/** The server's clock, in milliseconds, read by a statement of its own. */
+function serverClock(sql: postgres.Sql): Promise<number> {
+  return sql<{ ms: number }[]>`select extract(epoch from clock_timestamp())::float8 * 1000 as ms`.then(([row]) => row!.ms);
+}
+
+/**
+ * Sends two statements that read the server's clock from a setImmediate callback (then writeWhenHanded when
+ * `handed`), holds the event loop for `holdMs` in the next callback of the same turn, and then reads the clock once
+ * more: what the first two read, as milliseconds before the last. About `holdMs` when they ran during the hold,
+ * nearly nothing when their writes waited for the next turn, after it.
+ */
+function beforeHoldEnd(sql: postgres.Sql, handed: boolean, holdMs: number): Promise<number[]> {
+  return new Promise((resolve, reject) => {
+    let sent: Promise<number[]> | undefined;
+    setImmediate(() => {
+      sent = Promise.all([serverClock(sql), serverClock(sql)]);
+      if (handed) writeWhenHanded(sql);
+    });
+    // The next callback of the same turn: postgres.js's own writes, set for the next turn, have not run yet.
+    setImmediate(() => {
+      const end = performance.now() + holdMs;
+      while (performance.now() < end) {}
+      Promise.all([sent!, serverClock(sql)]).then(([clocks, last]) => resolve(clocks.map((ms) => last - ms)), reject);
+    });
+  });
+}
+
+t.test("the patch's writes when handed: statements sent from a setImmediate callback are on the wire before the turn ends", async (t) => {
+  // Two connections, both open: each is handed one of the two statements, and each writes it.
+  const sql = postgres(serverUrl(), { max: 2, onnotice: () => {} });
+  t.teardown(() => sql.end({ timeout: 1 }));
+  await Promise.all([sql`select pg_sleep(0.05)`, sql`select pg_sleep(0.05)`]);
+  t.equal(poolStatsOf(sql)!().open, 2, 'both connections open');
+  const held = 300;
+  const handed = await beforeHoldEnd(sql, true, held);
+  t.ok(
+    handed.every((ms) => ms >= held * 0.8),
+    `written when handed, both ran while the loop was held: ${handed.map((ms) => ms.toFixed(1)).join(', ')} ms before the last`,
+  );
+  const deferred = await beforeHoldEnd(sql, false, held);
+  t.ok(
+    deferred.every((ms) => ms < held * 0.5),
+    `otherwise written a turn later, after the hold: ${deferred.map((ms) => ms.toFixed(1)).join(', ')} ms before the last`,
+  );
 });
 
 t.test('the pin: postgres.js 3.4.9 with the patch, and nothing else', async (t) => {

@@ -71,6 +71,36 @@ t.test('a read asked for once the statement was sent does not join it', async (t
   t.same([a[0]![0], b[0]![0]], [1, 2], 'two statements: the second sees what was there when it was asked for');
 });
 
+t.test("a turn's reads are on the wire before the turn ends, not a turn later", async (t) => {
+  const db = await testDatabase(t, { max: 2 });
+  const clocked = shapeOf(
+    db,
+    'shared-reads:clocked',
+    built('select extract(epoch from clock_timestamp())::float8 * 1000 as ms, $1::int as x'),
+  );
+  // Both connections open, and the shape prepared on each: the measured reads are only written and run.
+  await Promise.all([1, 2, 3, 4].map((x) => runShape(db, clocked, { x })));
+  const held = 300;
+  const [reads, last] = await new Promise<[unknown[][][], number]>((resolve, reject) => {
+    // A timer's callback, as a request's would be a poll's: the coalescer sends the reads from a setImmediate
+    // callback of this turn, and the one below, queued after it, holds the loop once it has.
+    setTimeout(() => {
+      const asked = Promise.all([runShape(db, clocked, { x: 5 }), runShape(db, clocked, { x: 6 })]);
+      setImmediate(() => {
+        const end = performance.now() + held;
+        while (performance.now() < end) {}
+        const clock = db.sql<{ ms: number }[]>`select extract(epoch from clock_timestamp())::float8 * 1000 as ms`;
+        Promise.all([asked, clock]).then(([rows, [row]]) => resolve([rows, row!.ms]), reject);
+      });
+    }, 0);
+  });
+  const before = reads.map((rows) => last - (rows[0]![0] as number));
+  t.ok(
+    before.every((ms) => ms >= held * 0.8),
+    `both ran while the loop was held: ${before.map((ms) => ms.toFixed(1)).join(', ')} ms before the statement sent after the hold (held ${held} ms)`,
+  );
+});
+
 t.test('a statement that fails rejects every read that joined it; the next turn starts anew', async (t) => {
   const db = await testDatabase(t);
   const divide = shapeOf(db, 'shared-reads:divide', built('select 10 / $1::int as q'));
