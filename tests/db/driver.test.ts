@@ -254,7 +254,8 @@ t.test("the patch's signatures: one named statement per text and types, however 
   t.equal(await prepared(), 2, 'one named statement for each of the two signatures, made once');
 
   const pid = (await sql<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid;
-  await withSession(serverUrl(), (other) => other`select pg_terminate_backend(${pid})`);
+  // Waits for the backend to exit: a statement sent while it still ran could be answered, and the next one lost.
+  await withSession(serverUrl(), (other) => other`select pg_terminate_backend(${pid}, 5000)`);
   await sql`select 1`.catch(() => undefined); // the statement that finds the connection gone
   t.equal(await value(true), true, 'after the reconnect, each statement is prepared again on the new connection');
   t.equal(await value(7), '7');
