@@ -99,6 +99,7 @@ export function runShape(
     sendAtTurnEnd(() => {
       unsent.delete(key);
       if (unsent.size === 0) shapes.delete(shape);
+      // A throw here would leave the turn's other reads unsent, and their requests waiting for good.
       try {
         sendStatement(database, shape, params, budgets).then(resolve, reject);
       } catch (error) {

@@ -20,7 +20,8 @@ import {
   writeWhenHanded,
 } from '../../db/driver.ts';
 import { hostName, parsePostgresUrl } from '../../db/url.ts';
-import { scratchSession, serverUrl, withSession } from '../helpers/db.ts';
+import { scratchSession, serverClockMs, serverUrl, withSession } from '../helpers/db.ts';
+import { holdEventLoop } from '../helpers/wait.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const patch = pathToFileURL(path.join(root, `patches/postgres+${DRIVER_VERSION}.patch`));
@@ -135,11 +136,6 @@ t.test("the patch's hook on opened connections: each connection's host:port, bef
   t.same(opened, [host, host], 'once per connection opened, naming its host');
 });
 
-/** The server's clock, in milliseconds, read by a statement of its own. */
-function serverClock(sql: postgres.Sql): Promise<number> {
-  return sql<{ ms: number }[]>`select extract(epoch from clock_timestamp())::float8 * 1000 as ms`.then(([row]) => row!.ms);
-}
-
 /**
  * Sends two statements that read the server's clock from a setImmediate callback (then writeWhenHanded when
  * `handed`), holds the event loop for `holdMs` in the next callback of the same turn, and then reads the clock once
@@ -150,14 +146,13 @@ function beforeHoldEnd(sql: postgres.Sql, handed: boolean, holdMs: number): Prom
   return new Promise((resolve, reject) => {
     let sent: Promise<number[]> | undefined;
     setImmediate(() => {
-      sent = Promise.all([serverClock(sql), serverClock(sql)]);
+      sent = Promise.all([serverClockMs(sql), serverClockMs(sql)]);
       if (handed) writeWhenHanded(sql);
     });
     // The next callback of the same turn: postgres.js's own writes, set for the next turn, have not run yet.
     setImmediate(() => {
-      const end = performance.now() + holdMs;
-      while (performance.now() < end) {}
-      Promise.all([sent!, serverClock(sql)]).then(([clocks, last]) => resolve(clocks.map((ms) => last - ms)), reject);
+      holdEventLoop(holdMs);
+      Promise.all([sent!, serverClockMs(sql)]).then(([clocks, last]) => resolve(clocks.map((ms) => last - ms)), reject);
     });
   });
 }

@@ -18,6 +18,11 @@ export function serverUrl(): string {
   return url;
 }
 
+/** The server's clock in milliseconds since 1970, read by a statement of its own on `sql`. */
+export function serverClockMs(sql: Sql): Promise<number> {
+  return sql<{ ms: number }[]>`select extract(epoch from clock_timestamp())::float8 * 1000 as ms`.then(([row]) => row!.ms);
+}
+
 /** The URL of `database` on the test server. */
 export function urlFor(database: string): string {
   const url = new URL(serverUrl());

@@ -2,6 +2,11 @@
 import type { Sql } from 'postgres';
 import type { TestDatabase } from './db.ts';
 
+/** A limiter decision's input for an anonymous client at `address`, costing one unit. */
+export function anonymousInput(address: string) {
+  return { keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset: 0 };
+}
+
 /** Sets a tier's values directly in the database, creating the tier if need be. */
 export async function setTier(
   sql: Sql,

@@ -1,6 +1,16 @@
-// Waiting in tests and the bench: a pause, and polling until something holds (never a hand-written loop).
+// Waiting in tests and the bench: a pause, and polling until something holds (never a hand-written loop); and the
+// opposite, the event loop held on purpose.
 import { setTimeout as delay } from 'node:timers/promises';
 import { inspect } from 'node:util';
+
+/**
+ * Holds this process's event loop for `ms`, as a long synchronous task or a paused machine would: what the sockets
+ * receive meanwhile is read only afterwards, and what was written before goes on meanwhile.
+ */
+export function holdEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
 
 export function sleep(ms: number): Promise<void> {
   return delay(Math.max(0, ms));

@@ -8,9 +8,10 @@ import { shapeOf } from '../../lib/pagination/shapes.ts';
 import { runShape } from '../../lib/pagination/shared-reads.ts';
 import { testApp } from '../helpers/app.ts';
 import { makeScratch, registryAhead } from '../helpers/collections.ts';
-import { testDatabase } from '../helpers/db.ts';
+import { serverClockMs, testDatabase } from '../helpers/db.ts';
 import { setTier } from '../helpers/limiter.ts';
 import { type LogLine, logLines } from '../helpers/logs.ts';
+import { holdEventLoop } from '../helpers/wait.ts';
 
 /** A shape with one placeholder `x`, built from SQL text as Drizzle would hand it over. */
 const built = (text: string) => () => ({ toSQL: () => ({ sql: text, params: [drizzleSql.placeholder('x')] }) });
@@ -87,10 +88,8 @@ t.test("a turn's reads are on the wire before the turn ends, not a turn later", 
     setTimeout(() => {
       const asked = Promise.all([runShape(db, clocked, { x: 5 }), runShape(db, clocked, { x: 6 })]);
       setImmediate(() => {
-        const end = performance.now() + held;
-        while (performance.now() < end) {}
-        const clock = db.sql<{ ms: number }[]>`select extract(epoch from clock_timestamp())::float8 * 1000 as ms`;
-        Promise.all([asked, clock]).then(([rows, [row]]) => resolve([rows, row!.ms]), reject);
+        holdEventLoop(held);
+        Promise.all([asked, serverClockMs(db.sql)]).then(resolve, reject);
       });
     }, 0);
   });

@@ -5,7 +5,7 @@ import { type Decision, databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { testApp } from '../helpers/app.ts';
 import { holdLock, lockWaiters } from '../helpers/db.ts';
 import { chargedUnits, limits, liveLeases, setTier } from '../helpers/limiter.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { holdEventLoop, waitFor } from '../helpers/wait.ts';
 
 /** An anonymous decision for `address`, as the middleware asks for it. */
 const anonymous = (address: string, clockOffset = 0) => ({
@@ -295,12 +295,6 @@ t.test('batches from many instances lock in one order: no deadlock, nothing lost
   t.same(row, { units: 8 * 5 * 30, subjects: 30 }, 'every request charged exactly once');
   t.equal(await liveLeases(api.database.sql), 0, 'every lease released');
 });
-
-/** Holds the event loop for `ms`, as a long synchronous task or a paused machine would. */
-function holdEventLoop(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until);
-}
 
 t.test('an answer that came while the process was held up past the timeout is used, not a 503', async (t) => {
   const api = await testApp(t, { rateLimit: { timeoutMs: 200 } });

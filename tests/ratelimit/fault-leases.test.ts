@@ -5,7 +5,7 @@ import t from 'tap';
 import { openDatabase } from '../../db/client.ts';
 import { databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { lockWaiters, testDatabase } from '../helpers/db.ts';
-import { liveLeases } from '../helpers/limiter.ts';
+import { anonymousInput, liveLeases } from '../helpers/limiter.ts';
 import { proxiedService, sample, untilServed } from '../helpers/proxied.ts';
 import { startProxy } from '../helpers/tcp-proxy.ts';
 import { sleep } from '../helpers/wait.ts';
@@ -61,12 +61,11 @@ t.test('a release waiting behind a statement whose connection froze goes on the 
   const proxied = openDatabase(proxy.urlOf(database.url), { max: 1, limiterTimeoutMs: 300 });
   t.teardown(() => proxied.close());
   const limiter = databaseLimiter(proxied.limiter, 30, 10_000);
-  const anonymous = (address: string) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset: 0 });
-  const lease = (await limiter.decide(anonymous('192.0.2.1'))).lease!;
+  const lease = (await limiter.decide(anonymousInput('192.0.2.1'))).lease!;
   t.equal(await liveLeases(database.sql, 'ip:192.0.2.1'), 1);
 
   proxy.freeze();
-  const frozen = limiter.decide(anonymous('192.0.2.2'));
+  const frozen = limiter.decide(anonymousInput('192.0.2.2'));
   frozen.catch(() => {});
   await sleep(50);
   // The release waits for the statement in flight, which never answers.

@@ -6,22 +6,19 @@ import t from 'tap';
 import type { OwnConnection } from '../../db/client.ts';
 import { type Decision, databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { scratchSession, testDatabase } from '../helpers/db.ts';
-import { chargedUnits } from '../helpers/limiter.ts';
-
-const anonymous = (address: string) => ({ keyHash: undefined, ipSubject: `ip:${address}`, ipTier: 'anonymous', cost: 1, clockOffset: 0 });
-
-/** Holds this process's event loop for `ms`: what the socket receives meanwhile is read only afterwards. */
-function hold(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until);
-}
+import { anonymousInput, chargedUnits } from '../helpers/limiter.ts';
+import { holdEventLoop } from '../helpers/wait.ts';
 
 t.test('a decision is sent again on a fresh connection, even when the next statement was due before the refusal was read', async (t) => {
   const database = await testDatabase(t);
   // The first connection is read-only, as a demoted primary's are; the one that replaces it takes writes.
   const demoted = scratchSession(t, database.url, { fetch_types: false, connection: { default_transaction_read_only: true } });
   // Its decision statement is prepared by a decision refused on it, so that the next is one round trip.
-  await t.rejects(databaseLimiter(demoted, 0).decide(anonymous('192.0.2.9')), { code: '25006' }, 'a demoted primary refuses decisions');
+  await t.rejects(
+    databaseLimiter(demoted, 0).decide(anonymousInput('192.0.2.9')),
+    { code: '25006' },
+    'a demoted primary refuses decisions',
+  );
   const opened: Sql[] = [demoted];
   const connection: OwnConnection = {
     get sql() {
@@ -41,15 +38,15 @@ t.test('a decision is sent again on a fresh connection, even when the next state
   /** For each statement sent, whether it went on the demoted connection. */
   const onDemoted: boolean[] = [];
   const limiter = databaseLimiter(connection, 0, 10_000, () => onDemoted.push(connection.sql === demoted));
-  const first = limiter.decide(anonymous('192.0.2.1'));
+  const first = limiter.decide(anonymousInput('192.0.2.1'));
   first.catch(() => {}); // awaited below
   // While it waits, a second decision is asked for, and the loop is held past the refusal's arrival: the next
   // turn reads the refusal, and then the second decision's statement, already due, goes.
   let second!: Promise<Decision>;
   await new Promise<void>((resolve) =>
     setTimeout(() => {
-      second = limiter.decide(anonymous('192.0.2.2'));
-      hold(1_500);
+      second = limiter.decide(anonymousInput('192.0.2.2'));
+      holdEventLoop(1_500);
       resolve();
     }, 200),
   );

@@ -8,6 +8,7 @@ import { runMigrations } from '../../db/migrate.ts';
 import { databaseLimiter } from '../../lib/ratelimit/limiter.ts';
 import { startCluster } from '../helpers/cluster.ts';
 import { scratchSession } from '../helpers/db.ts';
+import { anonymousInput } from '../helpers/limiter.ts';
 
 const cluster = await startCluster(t, { wal_writer_delay: "'10s'", autovacuum: 'off' });
 await runMigrations(cluster.url());
@@ -58,7 +59,7 @@ t.test(
     const database = openDatabase(cluster.url(), { limiterSynchronousCommit: 'on' });
     t.teardown(() => database.close());
     const limiter = databaseLimiter(database.limiter, 0);
-    await limiter.decide({ keyHash: undefined, ipSubject: 'ip:192.0.2.200', ipTier: 'anonymous', cost: 1, clockOffset: 0 });
+    await limiter.decide(anonymousInput('192.0.2.200'));
     const [row] = await database.limiter.sql`select current_setting('paginated_collections.limiter_synchronous_commit', true) as level,
     current_setting('synchronous_commit') as commit`;
     t.same(row, { level: '', commit: 'off' }, "the connection's own settings, the cluster's synchronous_commit = off");

@@ -3,8 +3,9 @@
 // every other client's request. Timed by the server's clock across a turn held on purpose.
 import t from 'tap';
 import { databaseLimiter } from '../../lib/ratelimit/limiter.ts';
-import { scratchSession, testDatabase } from '../helpers/db.ts';
-import { setTier } from '../helpers/limiter.ts';
+import { scratchSession, serverClockMs, testDatabase } from '../helpers/db.ts';
+import { anonymousInput, setTier } from '../helpers/limiter.ts';
+import { holdEventLoop } from '../helpers/wait.ts';
 
 const LEASE_TTL = 30;
 
@@ -13,32 +14,28 @@ t.test("a decision's statement runs while the rest of its turn holds the event l
   const sql = scratchSession(t, database.url);
   await setTier(sql, 'anonymous', { allowance: 100, windowSeconds: 60, concurrency: 10 });
   const limiter = databaseLimiter(sql, LEASE_TTL);
-  const decide = (subject: string) =>
-    limiter.decide({ keyHash: undefined, ipSubject: subject, ipTier: 'anonymous', cost: 1, clockOffset: 0 });
   // The connection open and the decision's statement prepared, so that the measured one is only written and run.
-  await decide('ip:192.0.2.1');
+  await limiter.decide(anonymousInput('192.0.2.1'));
 
   const held = 300;
-  const subject = 'ip:192.0.2.2';
+  const address = '192.0.2.2';
   const lastClock = await new Promise<number>((resolve, reject) => {
     // A timer's callback, as a request's would be a poll's: the limiter sends its batch from a setImmediate callback
     // of this turn, and the one below, queued after it, holds the loop once it has.
     setTimeout(() => {
-      const decided = decide(subject);
+      const decided = limiter.decide(anonymousInput(address));
       setImmediate(() => {
-        const end = performance.now() + held;
-        while (performance.now() < end) {}
-        const clock = sql<{ ms: number }[]>`select extract(epoch from clock_timestamp())::float8 * 1000 as ms`;
-        Promise.all([decided, clock]).then(([decision, [row]]) => {
+        holdEventLoop(held);
+        Promise.all([decided, serverClockMs(sql)]).then(([decision, ms]) => {
           if (decision.outcome !== 'ok') reject(new Error(`Decided ${decision.outcome}`));
-          else resolve(row!.ms);
+          else resolve(ms);
         }, reject);
       });
     }, 0);
   });
   // The lease's expiry is the decision's clock (clock_timestamp, no offset) plus the lease's time to live.
   const [row] = await sql<{ expires: number }[]>`
-    select lease_expires[1] as expires from paginated_collections.rate_windows where subject = ${subject}`;
+    select lease_expires[1] as expires from paginated_collections.rate_windows where subject = ${`ip:${address}`}`;
   const decidedBefore = lastClock - (row!.expires - LEASE_TTL) * 1000;
   t.ok(
     decidedBefore >= held * 0.8,
