@@ -19,8 +19,11 @@ const [databaseUrl, dir = process.cwd(), secondsText = '30'] = positionals;
 if (!databaseUrl) throw new Error(USAGE);
 const query = values.query ?? process.env.STORM ?? '/v1/products?sort=-priceCents,name&offset=999000&count=none';
 
-const describe = ({ latencies, statuses }: Victim) =>
-  `p50 ${quantile(latencies, 0.5).toFixed(1)} ms, p99 ${quantile(latencies, 0.99).toFixed(1)} ms, ${latencies.length} requests ${JSON.stringify(statuses)}`;
+const describe = ({ latencies, statuses, served }: Victim) =>
+  `p50 ${quantile(latencies, 0.5).toFixed(1)} ms, p99 ${quantile(latencies, 0.99).toFixed(1)} ms, ${latencies.length} requests ${JSON.stringify(statuses)}` +
+  (served === undefined || served.length === 0
+    ? ''
+    : ` (by the server's log: p50 ${quantile(served, 0.5).toFixed(1)} ms, p99 ${quantile(served, 0.99).toFixed(1)} ms)`);
 
 console.log(
   `storm: ${query}; the fourth client: ${values.follow ? `${values.follow}, following next links` : '/v1/products?count=none every 50 ms'}`,

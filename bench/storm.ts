@@ -41,6 +41,11 @@ export interface StormOptions {
 export interface Victim {
   latencies: number[];
   statuses: Record<number, number>;
+  /**
+   * The same requests by the server's request log (`durationMs`, from the request reaching the app to its
+   * response): what of the latency was the server's, not the sockets', nor the measuring process's wait for a core.
+   */
+  served?: number[];
 }
 
 /** A storm key: what it was answered, and what the server's request log says its requests ran and were charged. */
@@ -138,7 +143,7 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
       const { key, id } = (await res.json()) as { key: string; id: string };
       return { key, subject: `key:${id}` };
     };
-    const victimKey = (await register('storm-victim')).key;
+    const { key: victimKey, subject: victimSubject } = await register('storm-victim');
     // The limiter reads a key's tier at every decision: the victim's own allowance never paces it.
     await sql`update paginated_collections.api_keys set tier = 'storm-victim' where name = 'storm-victim'`;
     const stormers = [await register('storm-1'), await register('storm-2'), await register('storm-3')];
@@ -185,7 +190,9 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
     };
 
     log(`  the fourth client alone for ${options.calmSeconds} s`);
+    const calmStarted = Date.now();
     const [calm] = await cpuOver(() => victim(options.calmSeconds * 1000));
+    const calmEnded = Date.now();
     // What one storm request costs PostgreSQL when it runs alone, sent by the fourth key (whose tier never declines).
     const [alone, aloneMicros] = await cpuOver(() => victim(calibrationSeconds * 1000, options.query));
 
@@ -220,7 +227,11 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
     await stormExit;
     // The last lines: the log's buffer is flushed every 100 ms (lib/http/logger.ts).
     await sleep(500);
-    const logged = await loggedBetween(logFile, stormStarted, Date.now());
+    const stormEnded = Date.now();
+    const logLines = (await readFile(logFile, 'utf8')).split('\n');
+    const logged = loggedBetween(logLines, stormStarted, stormEnded);
+    calm.served = servedBetween(logLines, victimSubject, calmStarted, calmEnded);
+    during.served = servedBetween(logLines, victimSubject, stormStarted, stormEnded);
     const { served, cpuMicros } = JSON.parse(printed.slice('started\n'.length)) as {
       served: Record<string, Record<number, number>>;
       cpuMicros: number;
@@ -253,9 +264,9 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
  * `pgShareMs` where the request shared a statement) and was charged in the end (`charged`), for the requests
  * logged from `from` to `to` (epoch ms): a request the service cuts short (a 429 Query_limit_exceeded) ran too.
  */
-async function loggedBetween(logFile: string, from: number, to: number): Promise<Map<string, Omit<StormKey, 'name' | 'statuses'>>> {
+function loggedBetween(lines: string[], from: number, to: number): Map<string, Omit<StormKey, 'name' | 'statuses'>> {
   const logged = new Map<string, Omit<StormKey, 'name' | 'statuses'>>();
-  for (const line of (await readFile(logFile, 'utf8')).split('\n')) {
+  for (const line of lines) {
     if (!line.includes('"subject"')) continue;
     const { subject, pgMs, pgShareMs, charged, time } = JSON.parse(line) as {
       subject?: string;
@@ -275,6 +286,18 @@ async function loggedBetween(logFile: string, from: number, to: number): Promise
   return logged;
 }
 
+/** The `durationMs` of `subject`'s requests logged from `from` to `to` (epoch ms): the server's own time for each. */
+function servedBetween(lines: string[], subject: string, from: number, to: number): number[] {
+  const durations: number[] = [];
+  for (const line of lines) {
+    if (!line.includes(subject)) continue;
+    const entry = JSON.parse(line) as { subject?: string; durationMs?: number; time: number };
+    if (entry.subject === subject && entry.durationMs !== undefined && entry.time >= from && entry.time <= to)
+      durations.push(entry.durationMs);
+  }
+  return durations;
+}
+
 /** The storms `npm run bench` runs after its rows, each against a server of its own, and the targets they are held to. */
 export interface StormRow {
   name: string;
@@ -290,7 +313,7 @@ const TRAP = '/v1/products?sort=name&category=books&category[in]=games&count=non
 const CURSOR_CHUNKS = '/v1/products?page-size=20&sort=id';
 
 export const stormRows: StormRow[] = [
-  { name: 'count storm', query: '/v1/products', follow: CURSOR_CHUNKS },
+  { name: 'count storm', query: '/v1/products', follow: CURSOR_CHUNKS, targets: true },
   { name: 'planner trap', query: TRAP, follow: CURSOR_CHUNKS, targets: true },
   { name: 'planner trap, each request its own statement', query: TRAP, follow: CURSOR_CHUNKS, vary: 'priceCents[gte]' },
 ];
@@ -300,6 +323,8 @@ const STORM_HEADER = [
   'alone p50 / p99 ms',
   'storm p50 / p99 ms',
   'p99 × alone',
+  'server: alone p50 / p99 ms',
+  'server: storm p50 / p99 ms',
   "storm keys' 429/s",
   'pg ms/unit',
   'charged-for ms/unit',
@@ -315,15 +340,20 @@ const p99Ratio = (result: StormResult) => quantile(result.during.latencies, 0.99
 
 /** The storms' table, and their figures held to targets. */
 export function formatStorms(results: [StormRow, StormResult | Error][]): { table: string; thresholds: Threshold[] } {
-  const latency = (victim: Victim) => `${quantile(victim.latencies, 0.5).toFixed(1)} / ${quantile(victim.latencies, 0.99).toFixed(1)}`;
+  const latency = (latencies: number[] | undefined) =>
+    latencies === undefined || latencies.length === 0
+      ? ''
+      : `${quantile(latencies, 0.5).toFixed(1)} / ${quantile(latencies, 0.99).toFixed(1)}`;
   const body = results.map(([row, result]) => {
     if (result instanceof Error) return [row.name, `failed: ${result.message.split('\n')[0]}`, ...STORM_HEADER.slice(2).map(() => '')];
     const declined = result.keys.reduce((sum, key) => sum + (key.statuses[429] ?? 0), 0) / result.seconds;
     return [
       row.name,
-      latency(result.calm),
-      latency(result.during),
+      latency(result.calm.latencies),
+      latency(result.during.latencies),
       p99Ratio(result).toFixed(2),
+      latency(result.calm.served),
+      latency(result.during.served),
       Math.round(declined).toLocaleString('en'),
       worstKey(result, 'pgShareMs').toFixed(2),
       worstKey(result, 'pgMs').toFixed(2),
@@ -343,5 +373,5 @@ export function formatStorms(results: [StormRow, StormResult | Error][]): { tabl
         ]
       : [],
   );
-  return { table: markdown(STORM_HEADER, body, (column) => column >= 3), thresholds };
+  return { table: markdown(STORM_HEADER, body, (column) => column === 3 || column >= 6), thresholds };
 }
