@@ -86,6 +86,12 @@ export interface ClusterOptions {
  * in that directory. fsync is off: a test cluster need not survive a power cut, and it starts faster.
  * `extra` adds or overrides postgresql.conf settings, written as the file takes them (`{ autovacuum: 'off' }`).
  */
+/**
+ * util-linux's runuser, by its path where Debian installs it: it is in /usr/sbin, which a login shell's PATH
+ * has and a minimal one (`env -i`, some CI runners) may not.
+ */
+const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser'].find((file) => existsSync(file)) ?? 'runuser';
+
 export async function startCluster(t: Teardown, extra: Record<string, string> = {}, options: ClusterOptions = {}): Promise<Cluster> {
   const bin = binDir();
   const user = await serverUser();
@@ -103,7 +109,7 @@ export async function startCluster(t: Teardown, extra: Record<string, string> = 
   });
 
   async function command(file: string, args: string[]): Promise<string> {
-    const [program, argv] = user ? ['runuser', ['-u', 'postgres', '--', path.join(bin, file), ...args]] : [path.join(bin, file), args];
+    const [program, argv] = user ? [RUNUSER, ['-u', 'postgres', '--', path.join(bin, file), ...args]] : [path.join(bin, file), args];
     try {
       const { stdout } = await run(program, argv, { cwd: root });
       return stdout;
