@@ -75,6 +75,12 @@ interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
+/**
+ * util-linux's runuser, by its path where Debian installs it: it is in /usr/sbin, which a login shell's PATH
+ * has and a minimal one (`env -i`, some CI runners) may not.
+ */
+const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser'].find((file) => existsSync(file)) ?? 'runuser';
+
 export interface ClusterOptions {
   /** Instead of initdb: a streaming standby of this cluster, copied by `pg_basebackup -R` (hot standby, read-only). */
   readonly standbyOf?: Cluster;
@@ -86,12 +92,6 @@ export interface ClusterOptions {
  * in that directory. fsync is off: a test cluster need not survive a power cut, and it starts faster.
  * `extra` adds or overrides postgresql.conf settings, written as the file takes them (`{ autovacuum: 'off' }`).
  */
-/**
- * util-linux's runuser, by its path where Debian installs it: it is in /usr/sbin, which a login shell's PATH
- * has and a minimal one (`env -i`, some CI runners) may not.
- */
-const RUNUSER = ['/usr/sbin/runuser', '/sbin/runuser'].find((file) => existsSync(file)) ?? 'runuser';
-
 export async function startCluster(t: Teardown, extra: Record<string, string> = {}, options: ClusterOptions = {}): Promise<Cluster> {
   const bin = binDir();
   const user = await serverUser();
