@@ -191,6 +191,14 @@ export const scenarios: Scenario[] = [
     requests: anotherPriceEach(PRICE_CHUNK),
     connections: 32,
   },
+  // The service without any rate limiter (bench/limiter-server.ts) on the same requests: how much of the floor's
+  // margin the rest of the request path takes, the floor's counter upsert being its whole limiter.
+  {
+    name: 'sort=priceCents, 32 clients, another chunk each: limiter off',
+    server: 'limiter off',
+    requests: anotherPriceEach(PRICE_CHUNK),
+    connections: 32,
+  },
   // The same requests from a key over its allowance: every answer a 429, a refusal on the served chunk's
   // footing (same request, clients and server), so that the two rows' CPU per request compare.
   {
@@ -262,6 +270,12 @@ export const comparisons: Comparison[] = [
     of: 'sort=priceCents, 32 clients, another chunk each: service',
     to: 'sort=priceCents, 32 clients, another chunk each: floor',
     target: { measure: 'server/req', atMost: 1.25 },
+  },
+  // Measured, held to no target: the service without its limiter beside the floor, whose limiter is one upsert.
+  {
+    label: 'limiter off / floor, sort=priceCents, 32 clients, another chunk each',
+    of: 'sort=priceCents, 32 clients, another chunk each: limiter off',
+    to: 'sort=priceCents, 32 clients, another chunk each: floor',
   },
   // A refusal costs the service's Node at most a third of what a served chunk does.
   {
