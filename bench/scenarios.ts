@@ -65,6 +65,9 @@ export const servers: ServerVariant[] = [
     setup: (origin) => putTier(origin, 'anonymous', { limit: 1_000_000_000, windowSeconds: 60, concurrency: 1_000 }),
   },
   { name: 'service, LOG_LEVEL=silent, no metrics', entry: 'server.ts', env: { LOG_LEVEL: 'silent' }, readyPath: '/readyz' },
+  // The service without holds (LIMITER_HOLD_MS=0): a key over its allowance is answered as fast as it asks, so that
+  // the declined rows measure what a refusal itself costs, not the pause of a client that asks again too soon.
+  { name: 'service, LIMITER_HOLD_MS=0', entry: 'server.ts', env: { ADMIN_TOKEN, LIMITER_HOLD_MS: '0' }, readyPath: '/readyz' },
   // What a team would build by hand instead of the service (docs/reference/bench.md, "The Fastify peer"): Fastify,
   // @fastify/rate-limit counting in Redis, CORS, a response schema, a request log line at info, as deployed.
   { name: 'Fastify peer', entry: 'bench/peer-fastify.ts', readyPath: '/readyz', redis: true },
@@ -172,7 +175,7 @@ export const scenarios: Scenario[] = [
   },
   // A key over its allowance, sending the default request: every answer a 429, what a storm's declined
   // requests cost the service (docs/explanation/counts.md, "The count storm").
-  { name: 'declined: a key over its allowance, 429', server: 'service', expectStatus: 429, setup: keyOverItsAllowance },
+  { name: 'declined: a key over its allowance, 429', server: 'service, LIMITER_HOLD_MS=0', expectStatus: 429, setup: keyOverItsAllowance },
   // The service's rate-limited chunk (limiter and concurrency cap on) beside the floor answering the same
   // request with the least work this stack allows: one prepared counter upsert, one prepared keyset select.
   { name: 'sort=priceCents, 32 clients: service', server: 'service', path: PRICE_CHUNK, connections: 32 },
@@ -203,7 +206,7 @@ export const scenarios: Scenario[] = [
   // footing (same request, clients and server), so that the two rows' CPU per request compare.
   {
     name: 'sort=priceCents, 32 clients, another chunk each: declined, 429',
-    server: 'service',
+    server: 'service, LIMITER_HOLD_MS=0',
     expectStatus: 429,
     connections: 32,
     setup: async (context) => ({ requests: anotherPriceEach(PRICE_CHUNK, (await keyOverItsAllowance(context)).headers) }),

@@ -127,7 +127,14 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
     const [command, args] = runtimeCommand('node', 'server.ts');
     const server = spawn(command, args, {
       cwd: options.dir,
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, COLLECTIONS: 'demo', PORT: String(port) },
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL: databaseUrl,
+        COLLECTIONS: 'demo',
+        PORT: String(port),
+        // The storm without holds, to see what they change: LIMITER_HOLD_MS=0 in the bench's own environment.
+        ...(process.env.LIMITER_HOLD_MS === undefined ? {} : { LIMITER_HOLD_MS: process.env.LIMITER_HOLD_MS }),
+      },
       stdio: ['ignore', logFd, 'inherit'],
     });
     closeSync(logFd);

@@ -35,6 +35,8 @@ export interface RequestRecord {
   outcome: string | undefined;
   /** Who its credentials name, once the limiter looked them up (the index lists what it may read). */
   principal: Principal;
+  /** How long it waited before its decision, its client declined over its allowance just before; undefined: not held. */
+  heldMs: number | undefined;
 }
 
 /**
@@ -59,6 +61,7 @@ export class Exchange implements RequestRecord {
   subject: string | undefined;
   outcome: string | undefined;
   principal: Principal = ANONYMOUS;
+  heldMs: number | undefined;
   /** An error answered 500, logged once, on this request's line. */
   error: unknown;
   /** Why a 503 was answered, when the handler knows better than its outcome does (a collection unavailable). */
@@ -153,6 +156,7 @@ export function exchanges(options: ExchangeOptions): MiddlewareHandler {
       tier: exchange.tier,
       outcome: status === 503 ? 'unavailable' : (exchange.outcome ?? 'served'),
       subject: exchange.subject,
+      heldMs: exchange.heldMs,
     };
     if (error === undefined) logRequest(logger, line);
     else logger.error({ ...line, err: error }, 'Internal error');

@@ -9,7 +9,8 @@ import type { Metrics } from '../http/metrics.ts';
 import { ANONYMOUS, type Principal } from '../http/principal.ts';
 import { Flights, type RequestBudget, resetAfterDebt, timeUnits } from './budget.ts';
 import { rateLimitHeaders } from './headers.ts';
-import { clientSubject, parseAuthorization } from './identity.ts';
+import { DEFAULT_HOLD_MS, Holds } from './holds.ts';
+import { type Credential, clientSubject, parseAuthorization } from './identity.ts';
 import type { Decision } from './limiter.ts';
 import { housekeepers, shardedLimiter } from './shards.ts';
 import type { TokenClient, TokenVerifier } from './tokens.ts';
@@ -76,6 +77,11 @@ export interface LimiterOptions {
   readonly timeoutMs?: number;
   /** How often this instance offers to do housekeeping (default 10 s); 0 turns it off. */
   readonly housekeepingMs?: number;
+  /**
+   * How long a request waits before its decision when its client was declined over its allowance within the
+   * last second (default 50 ms; holds.ts); 0 turns holds off.
+   */
+  readonly holdMs?: number;
 }
 
 export interface LimiterDeps {
@@ -177,6 +183,16 @@ function overAllowance(cost: number, decision: Decision, headers: Record<string,
 
 const hundredths = (ms: number) => Math.round(ms * 100) / 100;
 
+/**
+ * Who a request is before its decision, as its holds know it (holds.ts): its key's hash, its token's subject,
+ * or its address's subject (which a malformed credential, or a token that failed, is counted against).
+ */
+function holdIdentity(credential: Credential, token: TokenClient | undefined, ipSubject: string): string {
+  if (token !== undefined) return token.subject;
+  if (credential.kind === 'key') return `key:${credential.hash.toString('base64')}`;
+  return ipSubject;
+}
+
 /** The rate limit of an app: its limiter, the requests in flight on this instance, and housekeeping. */
 export class Gate {
   private readonly trustProxy: TrustProxy;
@@ -188,6 +204,8 @@ export class Gate {
   private readonly tokens: TokenVerifier | undefined;
   /** The statement budgets of the requests in flight on this instance (budget.ts). */
   private readonly flights = new Flights();
+  /** The clients declined over their allowance lately, whose requests wait before their decision; undefined: none wait. */
+  private readonly holds: Holds | undefined;
 
   constructor(deps: LimiterDeps, options: LimiterOptions = {}) {
     this.trustProxy = deps.trustProxy;
@@ -197,6 +215,8 @@ export class Gate {
     this.clockOffset = options.clockOffset ?? (() => 0);
     this.limiter = shardedLimiter(deps.limiters, options.leaseTtlSeconds ?? 30, options.timeoutMs ?? 2500, deps.metrics?.statement);
     this.offerHousekeeping = housekeepers(deps.limiters, options.housekeepingMs ?? 10_000, this.clockOffset);
+    const holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
+    this.holds = holdMs > 0 ? new Holds(holdMs) : undefined;
   }
 
   /**
@@ -229,6 +249,17 @@ export class Gate {
     const ipSubject = `${client.registration ? 'reg' : 'ip'}:${address}`;
     const ipTier = client.registration ? 'registration' : 'anonymous';
     let cost = invalidToken === undefined ? charge.units : 1;
+    // A client declined over its allowance within the last second waits a moment before its decision; who it
+    // is, named only when some client is held or it is declined.
+    const holds = this.holds;
+    let identity: string | undefined;
+    if (holds !== undefined && !holds.empty) {
+      identity = holdIdentity(credential, token, ipSubject);
+      if (holds.holds(identity)) {
+        record.heldMs = holds.ms;
+        await holds.pause();
+      }
+    }
     const asked = performance.now();
     const mark = this.flights.mark();
     let decision = await this.limiter.decide({
@@ -255,6 +286,10 @@ export class Gate {
     record.tier = decision.tier;
     record.subject = decision.subject;
     record.outcome = OUTCOMES[decision.outcome];
+    if (holds !== undefined) {
+      if (decision.outcome === 'rate') holds.declined(identity ?? holdIdentity(credential, token, ipSubject));
+      else if (identity !== undefined) holds.cleared(identity);
+    }
     this.offerHousekeeping();
     if (decision.outcome !== 'ok') throw refusal(decision, { kind: 'decided', cost, invalidToken });
     const principal: Principal =

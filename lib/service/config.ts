@@ -5,6 +5,7 @@ import { databaseIdentity } from '../../db/identity.ts';
 import { parsePostgresUrl, TARGET_SESSION_ATTRS } from '../../db/url.ts';
 import type { TrustProxy } from '../http/forwarding.ts';
 import { LOG_LEVELS, type LogLevel } from '../http/logger.ts';
+import { DEFAULT_HOLD_MS, HOLD_WINDOW_MS } from '../ratelimit/holds.ts';
 import { publicKeyOf, type TokenSettings } from '../ratelimit/tokens.ts';
 
 export interface Config {
@@ -44,6 +45,11 @@ export interface Config {
   readonly databasePoolSize: number;
   /** pino's level: one line per request at `info`, errors at `error`; `silent` logs nothing. */
   readonly logLevel: LogLevel;
+  /**
+   * How long a request waits before its decision when its client was declined over its allowance within the
+   * last second (LIMITER_HOLD_MS; docs/reference/limits.md, "Asking again too soon"); 0: never.
+   */
+  readonly limiterHoldMs: number;
   /** After a stop signal, how long /readyz fails while requests are still served, before the server stops accepting. */
   readonly shutdownDrainMs: number;
   /** The origins whose browser pages may read the API's answers: `*` (any), or a list of exact origins. */
@@ -356,6 +362,7 @@ export function parseConfig(env: Env): Config {
     // Each connection is a PostgreSQL backend (max_connections is 100 by default, shared by every instance).
     databasePoolSize: parseCount('DATABASE_POOL_SIZE', optional(env, 'DATABASE_POOL_SIZE'), 10, 1, 100),
     logLevel: parseLogLevel(optional(env, 'LOG_LEVEL')),
+    limiterHoldMs: parseMilliseconds('LIMITER_HOLD_MS', optional(env, 'LIMITER_HOLD_MS'), DEFAULT_HOLD_MS, 0, HOLD_WINDOW_MS),
     // 0: stop accepting at once, for a process no balancer polls; behind one, its time to mark an instance down.
     shutdownDrainMs: parseMilliseconds('SHUTDOWN_DRAIN_MS', optional(env, 'SHUTDOWN_DRAIN_MS'), 0, 0, 600_000),
     corsOrigins: parseCorsOrigins(optional(env, 'CORS_ORIGINS')),

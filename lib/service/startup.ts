@@ -210,7 +210,7 @@ async function startService(config: Config, options: StartOptions): Promise<Serv
     config,
     registry: collections,
     cursorSecret,
-    rateLimit: {},
+    rateLimit: { holdMs: config.limiterHoldMs },
     remoteAddress: options.remoteAddress,
     logger,
     draining: options.draining,
