@@ -44,6 +44,8 @@ export interface Metrics {
   decided(outcome: string, seconds: number): void;
   /** A limiter statement sent, carrying `decisions` decisions (0: releases only). */
   statement(decisions: number): void;
+  /** A request held before its decision, its client declined over its allowance within the second. */
+  held(): void;
 }
 
 type LabelValue = string | number;
@@ -241,6 +243,11 @@ export function createMetrics(
     buckets: BATCH_BUCKETS,
     registry,
   });
+  const held = new Counter({
+    name: 'ratelimit_held_total',
+    help: 'Requests held before their decision, their client declined over its allowance within the second before',
+    registers,
+  });
   const stats = Object.entries(pools).flatMap(([name, sql]) => {
     // What postgres.js tells of its pool, through the service's patch (patches/README.md).
     const read = poolStatsOf(sql);
@@ -335,6 +342,9 @@ export function createMetrics(
     },
     statement(count) {
       statementDecisions.observe(count);
+    },
+    held() {
+      held.inc();
     },
   };
 }

@@ -257,6 +257,7 @@ export class Gate {
       identity = holdIdentity(credential, token, ipSubject);
       if (holds.holds(identity)) {
         record.heldMs = holds.ms;
+        this.metrics?.held();
         await holds.pause();
       }
     }

@@ -5,7 +5,7 @@ import t, { type Test } from 'tap';
 import { createLogger } from '../../lib/http/logger.ts';
 import { HOLD_WINDOW_MS, Holds } from '../../lib/ratelimit/holds.ts';
 import { parseConfig } from '../../lib/service/config.ts';
-import { testApp } from '../helpers/app.ts';
+import { ADMIN_TOKEN, testApp } from '../helpers/app.ts';
 import { limits, setTier } from '../helpers/limiter.ts';
 import { type LogLine, logLines } from '../helpers/logs.ts';
 
@@ -31,7 +31,7 @@ async function heldApp(t: Test, holdMs?: number) {
 }
 
 t.test('a client asking again within a second of a 429 waits before its decision; another client does not', async (t) => {
-  const { ask } = await heldApp(t);
+  const { api, ask } = await heldApp(t);
   t.equal((await ask('192.0.2.10')).status, 200);
   const first = await ask('192.0.2.10');
   t.equal(first.status, 429);
@@ -45,6 +45,8 @@ t.test('a client asking again within a second of a 429 waits before its decision
   const other = await ask('192.0.2.11');
   t.equal(other.status, 200);
   t.equal(other.line.heldMs, undefined, 'another address is not held');
+  const metrics = await (await api.request('/metrics', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+  t.match(metrics, /^ratelimit_held_total 1$/m, 'counted once in the metrics');
 });
 
 t.test('the hold lasts a second, at most the least Retry-After: a request after it is decided at once', async (t) => {
