@@ -21,6 +21,7 @@ t.test('defaults', async (t) => {
     poolTimeoutMs: 2000,
     databasePoolSize: 10,
     logLevel: 'info',
+    limiterHoldMs: 50,
     shutdownDrainMs: 0,
     corsOrigins: '*',
     collections: { kind: 'demo' },
