@@ -1,6 +1,6 @@
 // Pacing of a client that asks again too soon after a 429 (docs/reference/limits.md, "Asking again too soon").
 // Its next requests within a second wait a moment before their decision: a client that ignores Retry-After
-// and sends as fast as it is answered then takes a few requests a second of each connection, not the
+// and sends as fast as it is answered then gets at most one answer a pause on each connection, not the
 // instance's every turn, and the other clients' requests are not kept waiting behind its refusals. Nothing is
 // decided here: every request is still decided by the limiter, and served when its decision says so.
 
